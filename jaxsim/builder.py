@@ -1,0 +1,679 @@
+"""Programmatic model building with validation.
+
+Example::
+
+    b = ModelBuilder(timestep=1e-3)
+    b.add_body("link", pos=(0, 0, 1), mass=1.0, inertia=(0.01, 0.01, 0.002))
+    b.add_joint("link", "hinge", axis=(0, 1, 0), name="shoulder")
+    b.add_geom("link", "box", size=(0.02, 0.02, 0.1))
+    b.add_actuator("shoulder_motor", joint="shoulder", kind="motor", gear=10)
+    model = b.build()
+
+Elements are named; bodies may be added in any order (parents are resolved by name in
+``build``). Every check raises ``ModelError`` naming the offending element. A body with
+no joint (or a ``"fixed"`` joint) is welded to its parent: it adds no dof and moves with
+its parent, which is the same as merging its inertia into the parent for dynamics while
+keeping its own frame for kinematics and geoms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim.types import DynType, GeomType, JointType, Model, Options, Topology
+
+_JOINTS = {"free": JointType.FREE, "ball": JointType.BALL, "slide": JointType.SLIDE,
+           "prismatic": JointType.SLIDE, "hinge": JointType.HINGE, "revolute": JointType.HINGE}
+_GEOMS = {"plane": GeomType.PLANE, "sphere": GeomType.SPHERE, "capsule": GeomType.CAPSULE,
+          "box": GeomType.BOX, "convex": GeomType.CONVEX, "hfield": GeomType.HFIELD}
+_DYNS = {"none": DynType.NONE, "integrator": DynType.INTEGRATOR, "filter": DynType.FILTER,
+         "filterexact": DynType.FILTEREXACT}
+
+# RoKi-FD's material defaults (SPEC section 2).
+DEFAULT_FRICTION = (0.5, 0.3)
+
+
+class ModelError(ValueError):
+    """A model description that cannot be built; the message names the element."""
+
+
+def _vec(x, n: int, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    if a.shape != (n,):
+        raise ModelError(f"{what}: expected {n} numbers, got {np.asarray(x).tolist()}")
+    if not np.all(np.isfinite(a)):
+        raise ModelError(f"{what}: non-finite value {a.tolist()}")
+    return a
+
+
+def _unit(x, n: int, what: str) -> np.ndarray:
+    a = _vec(x, n, what)
+    norm = np.linalg.norm(a)
+    if norm < 1e-9:
+        raise ModelError(f"{what}: cannot normalize {a.tolist()} (norm {norm:.3g})")
+    return a / norm
+
+
+def quat_to_mat_np(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a unit (w, x, y, z) quaternion, in NumPy."""
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def mat_to_quat_np(r: np.ndarray) -> np.ndarray:
+    """Unit (w, x, y, z) quaternion of a rotation matrix, in NumPy."""
+    tr = np.trace(r)
+    if tr > 0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q = np.array([0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s])
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
+        q = np.empty(4)
+        q[0] = (r[k, j] - r[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + k] = (r[k, i] + r[i, k]) / s
+    return q / np.linalg.norm(q)
+
+
+@dataclasses.dataclass
+class _Body:
+    name: str
+    parent: str
+    pos: np.ndarray
+    quat: np.ndarray
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray  # (3,) principal moments about the com
+    iquat: np.ndarray  # (4,) principal axes in the body frame
+
+
+@dataclasses.dataclass
+class _Joint:
+    name: str
+    body: str
+    type: JointType
+    pos: np.ndarray
+    axis: np.ndarray
+    range: np.ndarray | None
+    damping: float
+    armature: float
+    stiffness: float
+    frictionloss: float
+    qpos0: np.ndarray
+    qpos_spring: np.ndarray
+
+
+@dataclasses.dataclass
+class _Geom:
+    name: str
+    body: str
+    type: GeomType
+    size: np.ndarray
+    pos: np.ndarray
+    quat: np.ndarray
+    friction: np.ndarray
+    restitution: float
+    rgba: np.ndarray
+    contype: int
+    conaffinity: int
+    mesh: int
+    hfield: int
+
+
+@dataclasses.dataclass
+class _Actuator:
+    name: str
+    joint: str | None
+    tendon: str | None
+    gear: float
+    gain: float
+    bias: np.ndarray
+    ctrlrange: np.ndarray | None
+    forcerange: np.ndarray | None
+    actrange: np.ndarray | None
+    dyntype: DynType
+    tau: float
+
+
+@dataclasses.dataclass
+class _Tendon:
+    name: str
+    coefs: dict
+    stiffness: float
+    damping: float
+    lengthspring: np.ndarray | None
+    range: np.ndarray | None
+
+
+@dataclasses.dataclass
+class _Equality:
+    name: str
+    type: str
+    obj1: str
+    obj2: str | None
+    polycoef: np.ndarray
+
+
+class ModelBuilder:
+    """Collects bodies, joints, geoms, actuators, tendons and couplings; ``build()``
+    validates them and returns a ``Model``."""
+
+    def __init__(self, *, timestep: float = 1e-3, gravity: Sequence[float] = (0, 0, -9.81),
+                 density: float = 0.0, viscosity: float = 0.0,
+                 wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
+                 forward_dynamics: str = "aba", implicit_damping: bool = True):
+        if not timestep > 0:
+            raise ModelError(f"timestep must be positive, got {timestep}")
+        if integrator not in ("euler", "rk4"):
+            raise ModelError(f"integrator must be 'euler' or 'rk4', got {integrator!r}")
+        if forward_dynamics not in ("aba", "crba"):
+            raise ModelError(f"forward_dynamics must be 'aba' or 'crba', got {forward_dynamics!r}")
+        if density < 0 or viscosity < 0:
+            raise ModelError(f"density and viscosity must be >= 0, got {density}, {viscosity}")
+        self.timestep = float(timestep)
+        self.gravity = _vec(gravity, 3, "gravity")
+        self.density, self.viscosity = float(density), float(viscosity)
+        self.wind = _vec(wind, 3, "wind")
+        self.integrator, self.forward_dynamics = integrator, forward_dynamics
+        self.implicit_damping = bool(implicit_damping)
+        self.bodies: list[_Body] = []
+        self.joints: list[_Joint] = []
+        self.geoms: list[_Geom] = []
+        self.meshes: list[tuple[np.ndarray, np.ndarray]] = []
+        self.hfields: list[tuple[np.ndarray, np.ndarray]] = []
+        self.actuators: list[_Actuator] = []
+        self.tendons: list[_Tendon] = []
+        self.equalities: list[_Equality] = []
+        self._names: dict[str, set] = {k: set() for k in ("body", "joint", "geom", "actuator",
+                                                          "tendon", "equality")}
+
+    # ---------------------------------------------------------------- elements
+
+    def _name(self, kind: str, name: str | None, count: int) -> str:
+        name = name if name else f"{kind}{count}"
+        if name in self._names[kind] or (kind == "body" and name == "world"):
+            raise ModelError(f"duplicate {kind} name {name!r}")
+        self._names[kind].add(name)
+        return name
+
+    def add_body(self, name: str, parent: str = "world", *, pos=(0, 0, 0), quat=(1, 0, 0, 0),
+                 mass: float = 1.0, com=(0, 0, 0), inertia=None, inertia_quat=None) -> str:
+        """Add a rigid body.
+
+        Args:
+          name: unique body name.
+          parent: parent body name ("world" for the root).
+          pos: (3,) body origin in the parent frame at q = qpos0, m.
+          quat: (4,) orientation in the parent frame, (w, x, y, z); normalized here.
+          mass: kg, > 0 (0 allowed for a massless body whose subtree has mass).
+          com: (3,) centre of mass in the body frame, m.
+          inertia: (3,) principal moments or (3, 3) tensor about the com, kg m^2;
+            default: a solid sphere of radius 0.05 m.
+          inertia_quat: (4,) orientation of the principal axes when ``inertia`` has 3
+            entries.
+        """
+        name = self._name("body", name, len(self.bodies) + 1)
+        where = f"body {name!r}"
+        mass = float(mass)
+        if not np.isfinite(mass) or mass < 0:
+            raise ModelError(f"{where}: mass must be positive, got {mass}")
+        if inertia is None:
+            inertia = np.full(3, 0.4 * mass * 0.05**2)
+        inertia = np.asarray(inertia, dtype=np.float64)
+        if inertia.shape == (3,):  # principal moments, axes given (or the body axes)
+            moments = inertia
+            iquat = np.array([1.0, 0, 0, 0]) if inertia_quat is None else \
+                _unit(inertia_quat, 4, f"{where} inertia_quat")
+        elif inertia.shape == (3, 3):
+            if not np.all(np.isfinite(inertia)) or not np.allclose(
+                    inertia, inertia.T, atol=1e-12 + 1e-9 * np.abs(inertia).max()):
+                raise ModelError(f"{where}: inertia must be a finite symmetric matrix, got {inertia.tolist()}")
+            moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+            if np.linalg.det(axes) < 0:
+                axes[:, 0] = -axes[:, 0]
+            iquat = mat_to_quat_np(axes)
+        else:
+            raise ModelError(f"{where}: inertia must have 3 or 3x3 entries, got shape {inertia.shape}")
+        if not np.all(np.isfinite(moments)):
+            raise ModelError(f"{where}: non-finite inertia {moments.tolist()}")
+        scale = max(np.abs(moments).max(), 1e-300)
+        if mass > 0 and moments.min() <= 1e-12 * scale:
+            raise ModelError(f"{where}: inertia is not positive definite (principal moments {moments.tolist()})")
+        if mass == 0 and scale > 1e-300:
+            raise ModelError(f"{where}: a massless body must have zero inertia")
+        srt = np.sort(moments)
+        if srt[0] + srt[1] < srt[2] * (1 - 1e-6):
+            raise ModelError(f"{where}: principal moments {moments.tolist()} violate the triangle inequality")
+        self.bodies.append(_Body(name, parent, _vec(pos, 3, f"{where} pos"),
+                                 _unit(quat, 4, f"{where} quat"), mass,
+                                 _vec(com, 3, f"{where} com"), moments.copy(), iquat))
+        return name
+
+    def add_joint(self, body: str, type: str = "hinge", *, name: str | None = None,
+                  axis=(0, 0, 1), pos=(0, 0, 0), range=None, damping: float = 0.0,
+                  armature: float = 0.0, stiffness: float = 0.0, frictionloss: float = 0.0,
+                  ref: float = 0.0, springref: float | None = None) -> str | None:
+        """Add a joint between ``body`` and its parent; several joints on one body act in
+        the order added (as in MJCF).
+
+        Args:
+          body: child body name.
+          type: "free", "ball", "hinge"/"revolute", "slide"/"prismatic" or "fixed".
+          axis: (3,) hinge / slide axis in the body frame (normalized here).
+          pos: (3,) anchor in the body frame, m.
+          range: (lo, hi) joint limits in rad or m; None: unlimited.
+          damping, armature, stiffness, frictionloss: per-dof values (>= 0).
+          ref: hinge/slide coordinate at which the body sits at ``pos``/``quat``.
+          springref: rest coordinate of the joint spring (default ``ref``).
+        Returns:
+          the joint name, or None for a fixed joint (the body is welded).
+        """
+        if type == "fixed":
+            return None
+        if type not in _JOINTS:
+            raise ModelError(f"joint on body {body!r}: unknown type {type!r}; "
+                             f"supported: {sorted(_JOINTS) + ['fixed']}")
+        jtype = _JOINTS[type]
+        name = self._name("joint", name, len(self.joints))
+        where = f"joint {name!r}"
+        for label, val in (("damping", damping), ("armature", armature),
+                           ("stiffness", stiffness), ("frictionloss", frictionloss)):
+            if not np.isfinite(val) or val < 0:
+                raise ModelError(f"{where}: {label} must be >= 0, got {val}")
+        if range is not None:
+            range = _vec(range, 2, f"{where} range")
+            if not range[0] < range[1]:
+                raise ModelError(f"{where}: range must have low < high, got {range.tolist()}")
+        axis = _unit(axis, 3, f"{where} axis") if jtype in (JointType.HINGE, JointType.SLIDE) \
+            else np.array([0.0, 0.0, 1.0])
+        if jtype == JointType.FREE:
+            qpos0 = np.zeros(7)  # filled from the body pose in build()
+        elif jtype == JointType.BALL:
+            qpos0 = np.array([1.0, 0, 0, 0])
+        else:
+            qpos0 = np.array([float(ref)])
+        spring = qpos0.copy() if springref is None else np.array([float(springref)])
+        self.joints.append(_Joint(name, body, jtype, _vec(pos, 3, f"{where} pos"), axis, range,
+                                  float(damping), float(armature), float(stiffness),
+                                  float(frictionloss), qpos0, spring))
+        return name
+
+    def add_geom(self, body: str, type: str, size=(0.0, 0.0, 0.0), *, name: str | None = None,
+                 pos=(0, 0, 0), quat=(1, 0, 0, 0), friction=DEFAULT_FRICTION,
+                 restitution: float = 0.0, rgba=(0.6, 0.6, 0.7, 1.0), contype: int = 1,
+                 conaffinity: int = 1, vertices=None, faces=None, heights=None) -> str:
+        """Add a collision shape to ``body`` ("world" for static geometry).
+
+        Args:
+          type: "plane", "sphere" (size: radius), "capsule" (radius, half-length along
+            z), "box" (half-extents) or "convex" (``vertices`` (n, 3) and triangle
+            ``faces`` (f, 3) of a convex polyhedron, outward counter-clockwise) or
+            "hfield" (static terrain: ``heights`` (nrow, ncol) in [0, 1], size =
+            (half x, half y, top z, base depth) as in MuJoCo).
+          friction: (static, kinetic) coefficients.
+          restitution: coefficient in [0, 1].
+        """
+        if type not in _GEOMS:
+            raise ModelError(f"geom on body {body!r}: unknown type {type!r}; supported: {sorted(_GEOMS)}")
+        gtype = _GEOMS[type]
+        name = self._name("geom", name, len(self.geoms))
+        where = f"geom {name!r}"
+        raw_size = np.asarray(size, dtype=np.float64).reshape(-1)
+        size = np.resize(np.asarray(size, dtype=np.float64).reshape(-1), 3) if np.size(size) else np.zeros(3)
+        need = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 3}.get(gtype, 0)
+        if need and not np.all(size[:need] > 0):
+            raise ModelError(f"{where}: {type} needs {need} positive size values, got {size[:need].tolist()}")
+        friction = _vec(friction, 2, f"{where} friction")
+        if np.any(friction < 0):
+            raise ModelError(f"{where}: friction must be >= 0, got {friction.tolist()}")
+        if not 0 <= restitution <= 1:
+            raise ModelError(f"{where}: restitution must be in [0, 1], got {restitution}")
+        mesh = hfield = -1
+        if gtype == GeomType.CONVEX:
+            mesh = self._add_mesh(where, vertices, faces)
+        if gtype == GeomType.HFIELD:
+            hsize = raw_size
+            h = np.asarray(heights if heights is not None else [], dtype=np.float64)
+            if hsize.shape != (4,) or not np.all(hsize > 0):
+                raise ModelError(f"{where}: hfield size must be 4 positive numbers, got {raw_size.tolist()}")
+            if h.ndim != 2 or min(h.shape) < 2 or not np.all(np.isfinite(h)):
+                raise ModelError(f"{where}: hfield heights must be a finite (nrow >= 2, ncol >= 2) array")
+            self.hfields.append((hsize, h))
+            hfield = len(self.hfields) - 1
+        self.geoms.append(_Geom(name, body, gtype, size, _vec(pos, 3, f"{where} pos"),
+                                _unit(quat, 4, f"{where} quat"), friction, float(restitution),
+                                _vec(rgba, 4, f"{where} rgba"), int(contype), int(conaffinity), mesh,
+                                hfield))
+        return name
+
+    def _add_mesh(self, where: str, vertices, faces) -> int:
+        if vertices is None or faces is None:
+            raise ModelError(f"{where}: a convex geom needs vertices and faces")
+        v = np.asarray(vertices, dtype=np.float64)
+        f = np.asarray(faces, dtype=np.int64)
+        if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4 or not np.all(np.isfinite(v)):
+            raise ModelError(f"{where}: vertices must be (n >= 4, 3) finite, got shape {v.shape}")
+        if f.ndim != 2 or f.shape[1] != 3 or len(f) < 4 or f.min() < 0 or f.max() >= len(v):
+            raise ModelError(f"{where}: faces must be (f >= 4, 3) indices into the vertices")
+        centre = v.mean(0)
+        normals = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+        if np.any(np.linalg.norm(normals, axis=1) <= 1e-14):
+            raise ModelError(f"{where}: degenerate (zero-area) face")
+        outward = np.einsum("ij,ij->i", normals, v[f[:, 0]] - centre)
+        if np.any(outward <= 0):
+            raise ModelError(f"{where}: faces must be oriented outward (counter-clockwise seen from outside)")
+        self.meshes.append((v, f))
+        return len(self.meshes) - 1
+
+    def add_actuator(self, name: str | None = None, *, joint: str | None = None,
+                     tendon: str | None = None, kind: str = "motor", gear: float = 1.0,
+                     kp: float = 0.0, kv: float = 0.0, gain: float | None = None,
+                     bias=None, ctrlrange=None, forcerange=None, actrange=None,
+                     dyntype: str = "none", tau: float = 1.0) -> str:
+        """Add an actuator on a hinge/slide joint or a tendon.
+
+        ``force = gain * u + bias[0] + bias[1] * length + bias[2] * velocity`` with
+        ``u`` the control (or the activation when ``dyntype`` is not "none") and length
+        and velocity those of the transmission scaled by ``gear``; the generalized force
+        is ``gear * force`` on the joint. ``kind`` fills gain and bias:
+        "motor" (gain 1), "position" (PD servo: gain kp, bias (0, -kp, -kv)),
+        "velocity" (gain kv, bias (0, 0, -kv)) or "general" (give gain and bias).
+        """
+        name = self._name("actuator", name, len(self.actuators))
+        where = f"actuator {name!r}"
+        if (joint is None) == (tendon is None):
+            raise ModelError(f"{where}: give exactly one of joint= or tendon=")
+        if kind == "motor":
+            g, b = 1.0, np.zeros(3)
+        elif kind == "position":
+            g, b = float(kp), np.array([0.0, -float(kp), -float(kv)])
+        elif kind == "velocity":
+            g, b = float(kv), np.array([0.0, 0.0, -float(kv)])
+        elif kind == "general":
+            g, b = float(1.0 if gain is None else gain), _vec(np.zeros(3) if bias is None else bias, 3, f"{where} bias")
+        else:
+            raise ModelError(f"{where}: unknown kind {kind!r}; supported: motor, position, velocity, general")
+        if dyntype not in _DYNS:
+            raise ModelError(f"{where}: unknown dyntype {dyntype!r}; supported: {sorted(_DYNS)}")
+        if gear == 0 or not np.isfinite(gear):
+            raise ModelError(f"{where}: gear must be finite and non-zero, got {gear}")
+        if _DYNS[dyntype] in (DynType.FILTER, DynType.FILTEREXACT) and not tau > 0:
+            raise ModelError(f"{where}: filter time constant tau must be positive, got {tau}")
+        ranges = []
+        for label, r in (("ctrlrange", ctrlrange), ("forcerange", forcerange), ("actrange", actrange)):
+            if r is not None:
+                r = _vec(r, 2, f"{where} {label}")
+                if not r[0] <= r[1]:
+                    raise ModelError(f"{where}: {label} must have low <= high, got {r.tolist()}")
+            ranges.append(r)
+        self.actuators.append(_Actuator(name, joint, tendon, float(gear), g, b, *ranges,
+                                        _DYNS[dyntype], float(tau)))
+        return name
+
+    def add_tendon(self, name: str, coefs: dict, *, stiffness: float = 0.0,
+                   damping: float = 0.0, springlength=None, range=None) -> str:
+        """Add a fixed tendon: ``length = sum(coef * q_joint)`` over hinge/slide joints.
+
+        ``springlength``: (low, high) dead band of the tendon spring (default: no spring
+        force unless ``stiffness`` > 0, then the band is [0, 0]).
+        """
+        name = self._name("tendon", name, len(self.tendons))
+        if not coefs:
+            raise ModelError(f"tendon {name!r}: needs at least one joint coefficient")
+        for label, val in (("stiffness", stiffness), ("damping", damping)):
+            if not val >= 0:
+                raise ModelError(f"tendon {name!r}: {label} must be >= 0, got {val}")
+        sl = None if springlength is None else _vec(springlength, 2, f"tendon {name!r} springlength")
+        rg = None if range is None else _vec(range, 2, f"tendon {name!r} range")
+        self.tendons.append(_Tendon(name, dict(coefs), float(stiffness), float(damping), sl, rg))
+        return name
+
+    def add_equality(self, name: str | None, type: str, obj1: str, obj2: str | None = None,
+                     polycoef=(0, 1, 0, 0, 0)) -> str:
+        """Couple two joints or two fixed tendons: ``x1 - x1_0 = poly(x2 - x2_0)``
+        (MuJoCo's joint/tendon equality). Enforced by the constraint solver."""
+        if type not in ("joint", "tendon"):
+            raise ModelError(f"equality {name!r}: type must be 'joint' or 'tendon', got {type!r}")
+        name = self._name("equality", name, len(self.equalities))
+        self.equalities.append(_Equality(name, type, obj1, obj2, _vec(polycoef, 5, f"equality {name!r} polycoef")))
+        return name
+
+    # ------------------------------------------------------------------- build
+
+    def _body_order(self) -> list[_Body]:
+        """Bodies sorted parents-first; checks unknown parents and cycles."""
+        by_name = {b.name: b for b in self.bodies}
+        for b in self.bodies:
+            if b.parent != "world" and b.parent not in by_name:
+                raise ModelError(f"body {b.name!r}: unknown parent {b.parent!r}")
+        order, placed = [], {"world"}
+        remaining = list(self.bodies)
+        while remaining:
+            ready = [b for b in remaining if b.parent in placed]
+            if not ready:
+                names = sorted(b.name for b in remaining)
+                raise ModelError(f"bodies {names} form a cycle (no path to 'world')")
+            for b in ready:
+                order.append(b)
+                placed.add(b.name)
+            remaining = [b for b in remaining if b.name not in placed]
+        # keep the user's order where it already is parents-first (stable, MuJoCo-like)
+        pos = {b.name: i for i, b in enumerate(self.bodies)}
+        if all(b.parent == "world" or pos[b.parent] < pos[b.name] for b in self.bodies):
+            return list(self.bodies)
+        return order
+
+    def build(self, dtype=jnp.float32) -> Model:
+        """Validate and return the Model (float arrays in ``dtype``)."""
+        bodies = self._body_order()
+        names = ["world"] + [b.name for b in bodies]
+        bid = {n: i for i, n in enumerate(names)}
+        parent = [-1] + [bid[b.parent] for b in bodies]
+        nbody = len(names)
+
+        # joints grouped by body (parents-first body order), each body's in insertion order
+        for j in self.joints:
+            if j.body not in bid or j.body == "world":
+                raise ModelError(f"joint {j.name!r}: unknown body {j.body!r}")
+        joints = [j for n in names for j in self.joints if j.body == n]
+        for n in names:
+            js = [j for j in joints if j.body == n]
+            if any(j.type == JointType.FREE for j in js):
+                if len(js) > 1:
+                    raise ModelError(f"body {n!r}: a free joint must be the body's only joint")
+                if parent[bid[n]] != 0:
+                    raise ModelError(f"joint {js[0].name!r}: a free joint is supported only on a body "
+                                     f"whose parent is the world (body {n!r} has parent "
+                                     f"{names[parent[bid[n]]]!r})")
+        body_jntadr, body_jntnum = [], []
+        for n in names:
+            idx = [i for i, j in enumerate(joints) if j.body == n]
+            body_jntadr.append(idx[0] if idx else -1)
+            body_jntnum.append(len(idx))
+        jnt_qposadr, jnt_dofadr, nq, nv = [], [], 0, 0
+        for j in joints:
+            jnt_qposadr.append(nq)
+            jnt_dofadr.append(nv)
+            nq += j.type.nq
+            nv += j.type.nv
+        for j in joints:  # free joints start where their body is
+            if j.type == JointType.FREE:
+                b = bodies[bid[j.body] - 1]
+                j.qpos0 = np.concatenate([b.pos, b.quat])
+                j.qpos_spring = j.qpos0.copy()
+
+        # massless moving bodies must have mass somewhere below them
+        subtree_mass = np.zeros(nbody)
+        for i in range(nbody - 1, 0, -1):
+            subtree_mass[i] += bodies[i - 1].mass
+            subtree_mass[parent[i]] += subtree_mass[i]
+        moving = np.zeros(nbody, bool)
+        for i in range(1, nbody):
+            moving[i] = moving[parent[i]] or body_jntnum[i] > 0
+        for i in range(1, nbody):
+            if moving[i] and body_jntnum[i] > 0 and subtree_mass[i] <= 0:
+                raise ModelError(f"body {names[i]!r}: a moving body needs positive mass in its subtree")
+
+        jid = {j.name: i for i, j in enumerate(joints)}
+        scalar = {j.name for j in joints if j.type in (JointType.HINGE, JointType.SLIDE)}
+
+        # tendons
+        tendon_coef = np.zeros((len(self.tendons), nv))
+        for t_i, t in enumerate(self.tendons):
+            for jn, c in t.coefs.items():
+                if jn not in scalar:
+                    raise ModelError(f"tendon {t.name!r}: joint {jn!r} is not a hinge or slide joint of the model")
+                tendon_coef[t_i, jnt_dofadr[jid[jn]]] += float(c)
+        tid = {t.name: i for i, t in enumerate(self.tendons)}
+
+        # actuators
+        nu = len(self.actuators)
+        moment = np.zeros((nu, nv))
+        actadr, na = [], 0
+        for a_i, a in enumerate(self.actuators):
+            if a.joint is not None:
+                if a.joint not in scalar:
+                    raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} is not a hinge or slide "
+                                     "joint of the model (only those can be actuated)")
+                moment[a_i, jnt_dofadr[jid[a.joint]]] = a.gear
+            else:
+                if a.tendon not in tid:
+                    raise ModelError(f"actuator {a.name!r}: unknown tendon {a.tendon!r}")
+                moment[a_i] = a.gear * tendon_coef[tid[a.tendon]]
+            if a.dyntype != DynType.NONE:
+                actadr.append(na)
+                na += 1
+            else:
+                actadr.append(-1)
+
+        # equality couplings
+        eq_obj1, eq_obj2 = [], []
+        for e in self.equalities:
+            table = jid if e.type == "joint" else tid
+            for label, o in (("obj1", e.obj1), ("obj2", e.obj2)):
+                if o is None and label == "obj2":
+                    continue
+                if o not in table or (e.type == "joint" and o not in scalar):
+                    raise ModelError(f"equality {e.name!r}: {label} {o!r} is not a hinge/slide "
+                                     f"joint or a tendon of the model")
+            eq_obj1.append(table[e.obj1])
+            eq_obj2.append(-1 if e.obj2 is None else table[e.obj2])
+
+        # geoms
+        for g in self.geoms:
+            if g.body not in bid:
+                raise ModelError(f"geom {g.name!r}: unknown body {g.body!r}")
+        maxv = max([1] + [len(v) for v, _ in self.meshes])
+        maxf = max([1] + [len(f) for _, f in self.meshes])
+        mesh_vert = np.zeros((len(self.meshes), maxv, 3))
+        mesh_face = np.zeros((len(self.meshes), maxf, 3), dtype=np.int32)
+        for m_i, (v, f) in enumerate(self.meshes):
+            mesh_vert[m_i, :len(v)] = v
+            mesh_vert[m_i, len(v):] = v[0]  # pad with a real vertex: harmless in max/min
+            mesh_face[m_i, :len(f)] = f
+
+        maxh = max([1] + [h.size for _, h in self.hfields])
+        hfield_data = np.zeros((len(self.hfields), maxh))
+        for h_i, (_, h) in enumerate(self.hfields):
+            hfield_data[h_i, :h.size] = h.reshape(-1)
+
+        topo = Topology(
+            nq=nq, nv=nv, nbody=nbody, njnt=len(joints), ngeom=len(self.geoms),
+            nmesh=len(self.meshes), nhfield=len(self.hfields), nu=nu, na=na, ntendon=len(self.tendons),
+            neq=len(self.equalities),
+            body_parent=tuple(parent), body_jntadr=tuple(body_jntadr),
+            body_jntnum=tuple(body_jntnum), body_name=tuple(names),
+            jnt_type=tuple(int(j.type) for j in joints), jnt_body=tuple(bid[j.body] for j in joints),
+            jnt_qposadr=tuple(jnt_qposadr), jnt_dofadr=tuple(jnt_dofadr),
+            jnt_limited=tuple(j.range is not None for j in joints),
+            jnt_name=tuple(j.name for j in joints),
+            geom_type=tuple(int(g.type) for g in self.geoms),
+            geom_body=tuple(bid[g.body] for g in self.geoms),
+            geom_mesh=tuple(g.mesh for g in self.geoms),
+            geom_hfield=tuple(g.hfield for g in self.geoms),
+            geom_contype=tuple(g.contype for g in self.geoms),
+            geom_conaffinity=tuple(g.conaffinity for g in self.geoms),
+            geom_name=tuple(g.name for g in self.geoms),
+            mesh_nvert=tuple(len(v) for v, _ in self.meshes),
+            mesh_nface=tuple(len(f) for _, f in self.meshes),
+            hfield_nrow=tuple(h.shape[0] for _, h in self.hfields),
+            hfield_ncol=tuple(h.shape[1] for _, h in self.hfields),
+            actuator_dyntype=tuple(int(a.dyntype) for a in self.actuators),
+            actuator_actadr=tuple(actadr),
+            actuator_ctrllimited=tuple(a.ctrlrange is not None for a in self.actuators),
+            actuator_forcelimited=tuple(a.forcerange is not None for a in self.actuators),
+            actuator_actlimited=tuple(a.actrange is not None for a in self.actuators),
+            actuator_name=tuple(a.name for a in self.actuators),
+            tendon_limited=tuple(t.range is not None for t in self.tendons),
+            tendon_name=tuple(t.name for t in self.tendons),
+            eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(eq_obj1),
+            eq_obj2=tuple(eq_obj2), eq_name=tuple(e.name for e in self.equalities),
+        )
+
+        def arr(x, shape=None):
+            a = np.asarray(x, dtype=np.float64)
+            if shape is not None:
+                a = a.reshape(shape)
+            return jnp.asarray(a, dtype=dtype)
+
+        def per_dof(attr):
+            return np.concatenate([[getattr(j, attr)] * j.type.nv for j in joints]) if joints else np.zeros(0)
+
+        default_range = np.zeros(2)
+        opt = Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
+                      density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
+                      integrator=self.integrator, forward_dynamics=self.forward_dynamics,
+                      implicit_damping=self.implicit_damping,
+                      fluid=self.density > 0 or self.viscosity > 0)
+        return Model(
+            topo=topo, opt=opt,
+            body_pos=arr([np.zeros(3)] + [b.pos for b in bodies], (nbody, 3)),
+            body_quat=arr([np.array([1.0, 0, 0, 0])] + [b.quat for b in bodies], (nbody, 4)),
+            body_mass=arr([0.0] + [b.mass for b in bodies], (nbody,)),
+            body_com=arr([np.zeros(3)] + [b.com for b in bodies], (nbody, 3)),
+            body_inertia=arr([np.zeros(3)] + [b.inertia for b in bodies], (nbody, 3)),
+            body_iquat=arr([np.array([1.0, 0, 0, 0])] + [b.iquat for b in bodies], (nbody, 4)),
+            jnt_pos=arr([j.pos for j in joints], (len(joints), 3)),
+            jnt_axis=arr([j.axis for j in joints], (len(joints), 3)),
+            jnt_stiffness=arr([j.stiffness for j in joints], (len(joints),)),
+            jnt_range=arr([default_range if j.range is None else j.range for j in joints], (len(joints), 2)),
+            qpos0=arr(np.concatenate([j.qpos0 for j in joints]) if joints else [], (nq,)),
+            qpos_spring=arr(np.concatenate([j.qpos_spring for j in joints]) if joints else [], (nq,)),
+            dof_damping=arr(per_dof("damping"), (nv,)),
+            dof_armature=arr(per_dof("armature"), (nv,)),
+            dof_frictionloss=arr(per_dof("frictionloss"), (nv,)),
+            geom_size=arr([g.size for g in self.geoms], (len(self.geoms), 3)),
+            geom_pos=arr([g.pos for g in self.geoms], (len(self.geoms), 3)),
+            geom_quat=arr([g.quat for g in self.geoms], (len(self.geoms), 4)),
+            geom_friction=arr([g.friction for g in self.geoms], (len(self.geoms), 2)),
+            geom_restitution=arr([g.restitution for g in self.geoms], (len(self.geoms),)),
+            geom_rgba=arr([g.rgba for g in self.geoms], (len(self.geoms), 4)),
+            mesh_vert=arr(mesh_vert),
+            mesh_face=jnp.asarray(mesh_face),
+            hfield_size=arr([hs for hs, _ in self.hfields], (len(self.hfields), 4)),
+            hfield_data=arr(hfield_data),
+            actuator_moment=arr(moment, (nu, nv)),
+            actuator_gain=arr([a.gain for a in self.actuators], (nu,)),
+            actuator_bias=arr([a.bias for a in self.actuators], (nu, 3)),
+            actuator_ctrlrange=arr([default_range if a.ctrlrange is None else a.ctrlrange for a in self.actuators], (nu, 2)),
+            actuator_forcerange=arr([default_range if a.forcerange is None else a.forcerange for a in self.actuators], (nu, 2)),
+            actuator_actrange=arr([default_range if a.actrange is None else a.actrange for a in self.actuators], (nu, 2)),
+            actuator_tau=arr([a.tau for a in self.actuators], (nu,)),
+            tendon_coef=arr(tendon_coef, (len(self.tendons), nv)),
+            tendon_stiffness=arr([t.stiffness for t in self.tendons], (len(self.tendons),)),
+            tendon_damping=arr([t.damping for t in self.tendons], (len(self.tendons),)),
+            tendon_lengthspring=arr([np.zeros(2) if t.lengthspring is None else t.lengthspring for t in self.tendons], (len(self.tendons), 2)),
+            tendon_range=arr([default_range if t.range is None else t.range for t in self.tendons], (len(self.tendons), 2)),
+            eq_polycoef=arr([e.polycoef for e in self.equalities], (len(self.equalities), 5)),
+        )

@@ -1,0 +1,303 @@
+"""MJCF and URDF loading through MuJoCo's compiler.
+
+MuJoCo's compiler resolves defaults and includes, computes inertias from geoms, fuses
+meshes into convex hulls and orders bodies; we convert its compiled ``MjModel`` into a
+jaxsim ``Model`` through ``ModelBuilder`` (so the same validation applies). Body, joint,
+dof, geom and actuator indices are MuJoCo's.
+
+Supported: hinge, slide, ball and free joints; plane, sphere, capsule, box and mesh
+geoms (mesh -> its convex hull), height fields (stored terrain), cylinders and ellipsoids (-> convex polyhedra with
+``CYLINDER_SIDES`` sides / ``ELLIPSOID_RINGS`` rings); fixed tendons (springs, dampers,
+actuation, limits); joint and tendon equality couplings (stored for the constraint
+solver); actuators with fixed gain, affine bias and none / integrator / filter /
+filterexact activation on hinge/slide joints or fixed tendons; inertia-box fluid forces.
+Anything else raises ``ModelError`` naming the element and what is supported.
+
+Option flags that disable gravity, springs, dampers or control clamping are applied
+to the Model. MuJoCo's implicit integrators map to jaxsim's semi-implicit Euler with implicit joint
+damping. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.types import Model
+
+CYLINDER_SIDES = 16
+ELLIPSOID_RINGS = 6
+
+_INSTALL_HINT = ("loading MJCF/URDF needs MuJoCo's compiler: pip install 'jaxsim[mujoco]' "
+                 "(or pip install mujoco)")
+
+
+def _mujoco():
+    try:
+        import mujoco
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(_INSTALL_HINT) from e
+    return mujoco
+
+
+def _compile(source: str):
+    mujoco = _mujoco()
+    text = source.lstrip()
+    try:
+        if text.startswith("<"):
+            return mujoco.MjModel.from_xml_string(source)
+        if not os.path.exists(source):
+            raise ModelError(f"model file not found: {source}")
+        return mujoco.MjModel.from_xml_path(source)
+    except ValueError as e:
+        if isinstance(e, ModelError):
+            raise
+        raise ModelError(f"MuJoCo could not compile {source[:80]!r}: {e}") from None
+
+
+def load_mjcf(source: str, dtype=jnp.float32, **options) -> Model:
+    """Load an MJCF file path or XML string into a Model.
+
+    Args:
+      source: path to an ``.xml`` file, or the XML text itself.
+      dtype: float dtype of the Model's arrays.
+      **options: ModelBuilder options overriding the file's (``timestep``,
+        ``integrator``, ``forward_dynamics``, ...).
+    """
+    return from_mjmodel(_compile(source), dtype=dtype, **options)
+
+
+def load_urdf(path: str, dtype=jnp.float32, **options) -> Model:
+    """Load a URDF file (through MuJoCo's URDF importer) into a Model."""
+    if not os.path.exists(path):
+        raise ModelError(f"model file not found: {path}")
+    return from_mjmodel(_compile(path), dtype=dtype, **options)
+
+
+def _name(m, objtype, i: int, kind: str) -> str:
+    mujoco = _mujoco()
+    return mujoco.mj_id2name(m, objtype, i) or f"{kind}{i}"
+
+
+def _nonzero(m, attr: str, i: int) -> bool:
+    arr = getattr(m, attr, None)
+    return arr is not None and np.any(np.asarray(arr[i]) != 0)
+
+
+def _unsupported_checks(m) -> None:
+    """Reject MuJoCo features jaxsim does not model, naming the element."""
+    mujoco = _mujoco()
+    obj = mujoco.mjtObj
+    for i in range(m.nbody):
+        if _nonzero(m, "body_gravcomp", i):
+            raise ModelError(f"body {_name(m, obj.mjOBJ_BODY, i, 'body')!r}: gravity compensation "
+                             "(gravcomp) is not supported")
+    for j in range(m.njnt):
+        jn = _name(m, obj.mjOBJ_JOINT, j, "joint")
+        for attr, what in (("jnt_stiffnesspoly", "polynomial stiffness"),
+                           ("jnt_actfrclimited", "actuatorfrcrange"),
+                           ("jnt_actgravcomp", "actuatorgravcomp")):
+            if _nonzero(m, attr, j):
+                raise ModelError(f"joint {jn!r}: {what} is not supported")
+        if getattr(m, "jnt_plasticadr", None) is not None and m.jnt_plasticadr[j] >= 0:
+            raise ModelError(f"joint {jn!r}: plastic joint springs are not supported")
+    for d in range(m.nv):
+        if _nonzero(m, "dof_dampingpoly", d):
+            raise ModelError(f"joint {_name(m, obj.mjOBJ_JOINT, m.dof_jntid[d], 'joint')!r}: "
+                             "polynomial damping is not supported")
+    for t in range(m.ntendon):
+        tn = _name(m, obj.mjOBJ_TENDON, t, "tendon")
+        adr, num = m.tendon_adr[t], m.tendon_num[t]
+        if np.any(m.wrap_type[adr:adr + num] != int(mujoco.mjtWrap.mjWRAP_JOINT)):
+            raise ModelError(f"tendon {tn!r}: spatial tendons are not supported (only fixed "
+                             "tendons: linear combinations of hinge/slide joints)")
+        for attr, what in (("tendon_armature", "armature"), ("tendon_dampingpoly", "polynomial damping"),
+                           ("tendon_stiffnesspoly", "polynomial stiffness"),
+                           ("tendon_actfrclimited", "actuatorfrcrange")):
+            if _nonzero(m, attr, t):
+                raise ModelError(f"tendon {tn!r}: {what} is not supported")
+    supported_eq = (int(mujoco.mjtEq.mjEQ_JOINT), int(mujoco.mjtEq.mjEQ_TENDON))
+    for e in range(m.neq):
+        if int(m.eq_type[e]) not in supported_eq:
+            kind = mujoco.mjtEq(m.eq_type[e]).name.replace("mjEQ_", "").lower()
+            raise ModelError(f"equality {_name(m, obj.mjOBJ_EQUALITY, e, 'equality')!r}: type "
+                             f"{kind!r} is not supported (supported: joint, tendon)")
+    for a in range(m.nu):
+        an = _name(m, obj.mjOBJ_ACTUATOR, a, "actuator")
+        if int(m.actuator_trntype[a]) not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)):
+            kind = mujoco.mjtTrn(m.actuator_trntype[a]).name.replace("mjTRN_", "").lower()
+            raise ModelError(f"actuator {an!r}: transmission {kind!r} is not supported "
+                             "(supported: joint, tendon)")
+        if int(m.actuator_dyntype[a]) > int(mujoco.mjtDyn.mjDYN_FILTEREXACT):
+            kind = mujoco.mjtDyn(m.actuator_dyntype[a]).name.replace("mjDYN_", "").lower()
+            raise ModelError(f"actuator {an!r}: dynamics {kind!r} is not supported "
+                             "(supported: none, integrator, filter, filterexact)")
+        if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
+            raise ModelError(f"actuator {an!r}: only fixed gains are supported")
+        if int(m.actuator_biastype[a]) not in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)):
+            raise ModelError(f"actuator {an!r}: only none or affine bias is supported")
+        for attr, what in (("actuator_actearly", "actearly"), ("actuator_damping", "damping"),
+                           ("actuator_armature", "armature"), ("actuator_delay", "delay")):
+            if _nonzero(m, attr, a):
+                raise ModelError(f"actuator {an!r}: {what} is not supported")
+        if m.actuator_actnum[a] > 1:
+            raise ModelError(f"actuator {an!r}: more than one activation is not supported")
+
+
+def _cylinder(radius: float, half: float, n: int = CYLINDER_SIDES):
+    ang = 2 * np.pi * np.arange(n) / n
+    ring = np.stack([radius * np.cos(ang), radius * np.sin(ang)], -1)
+    verts = np.concatenate([np.c_[ring, np.full(n, -half)], np.c_[ring, np.full(n, half)]])
+    faces = []
+    for i in range(n):
+        k = (i + 1) % n
+        faces += [(i, k, n + k), (i, n + k, n + i)]  # side
+    for i in range(1, n - 1):
+        faces += [(0, i + 1, i), (n, n + i, n + i + 1)]  # bottom (facing -z), top
+    return verts, np.asarray(faces)
+
+
+def _ellipsoid(size, rings: int = ELLIPSOID_RINGS):
+    n = 2 * rings
+    verts = [(0.0, 0.0, -1.0)]
+    for r in range(1, rings):
+        th = np.pi * r / rings - np.pi / 2
+        for i in range(n):
+            ph = 2 * np.pi * i / n
+            verts.append((np.cos(th) * np.cos(ph), np.cos(th) * np.sin(ph), np.sin(th)))
+    verts.append((0.0, 0.0, 1.0))
+    verts = np.asarray(verts) * np.asarray(size)
+    top = len(verts) - 1
+    ring = lambda r, i: 1 + (r - 1) * n + (i % n)  # noqa: E731
+    faces = [(0, ring(1, i + 1), ring(1, i)) for i in range(n)]
+    for r in range(1, rings - 1):
+        for i in range(n):
+            faces += [(ring(r, i), ring(r, i + 1), ring(r + 1, i + 1)),
+                      (ring(r, i), ring(r + 1, i + 1), ring(r + 1, i))]
+    faces += [(ring(rings - 1, i), ring(rings - 1, i + 1), top) for i in range(n)]
+    return verts, np.asarray(faces)
+
+
+def convex_hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and outward triangles of the convex hull of (n, 3) points (Qhull)."""
+    from scipy.spatial import ConvexHull
+
+    hull = ConvexHull(points)
+    used = np.unique(hull.simplices)
+    remap = np.full(len(points), -1)
+    remap[used] = np.arange(len(used))
+    verts, faces = points[used], remap[hull.simplices]
+    normal = np.cross(verts[faces[:, 1]] - verts[faces[:, 0]], verts[faces[:, 2]] - verts[faces[:, 0]])
+    flip = np.einsum("ij,ij->i", normal, hull.equations[:, :3]) < 0
+    faces[flip] = faces[flip][:, ::-1]
+    area = np.linalg.norm(normal, axis=1)
+    return verts, faces[area > 1e-12 * area.max()]
+
+
+def _mesh_hull(m, mesh_id: int):
+    """Convex hull of a mesh's vertices (in the geom frame)."""
+    vadr, nvert = m.mesh_vertadr[mesh_id], m.mesh_vertnum[mesh_id]
+    return convex_hull(np.asarray(m.mesh_vert[vadr:vadr + nvert], dtype=np.float64))
+
+
+def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
+    """Convert a compiled ``mujoco.MjModel`` into a jaxsim Model."""
+    mujoco = _mujoco()
+    obj = mujoco.mjtObj
+    _unsupported_checks(m)
+    integrator = {int(mujoco.mjtIntegrator.mjINT_RK4): "rk4"}.get(int(m.opt.integrator), "euler")
+    opts = dict(timestep=float(m.opt.timestep), gravity=np.array(m.opt.gravity),
+                density=float(m.opt.density), viscosity=float(m.opt.viscosity),
+                wind=np.array(m.opt.wind), integrator=integrator,
+                implicit_damping=not (int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)))
+    disabled = int(m.opt.disableflags)
+    flag = lambda name: bool(disabled & int(getattr(mujoco.mjtDisableBit, name)))  # noqa: E731
+    if flag("mjDSBL_GRAVITY"):
+        opts["gravity"] = np.zeros(3)
+    if flag("mjDSBL_ACTUATION") and m.nu:
+        raise ModelError("option flag actuation='disable' is not supported")
+    no_spring, no_damper, no_clamp = flag("mjDSBL_SPRING"), flag("mjDSBL_DAMPER"), flag("mjDSBL_CLAMPCTRL")
+    opts.update(options)
+    b = ModelBuilder(**opts)
+
+    body_names = [_name(m, obj.mjOBJ_BODY, i, "body") for i in range(m.nbody)]
+    for i in range(1, m.nbody):
+        b.add_body(body_names[i], body_names[m.body_parentid[i]], pos=m.body_pos[i],
+                   quat=m.body_quat[i], mass=float(m.body_mass[i]), com=m.body_ipos[i],
+                   inertia=np.array(m.body_inertia[i]), inertia_quat=m.body_iquat[i])
+    jtypes = {0: "free", 1: "ball", 2: "slide", 3: "hinge"}
+    for j in range(m.njnt):
+        d, qa = m.jnt_dofadr[j], m.jnt_qposadr[j]
+        scalar = m.jnt_type[j] >= 2
+        b.add_joint(body_names[m.jnt_bodyid[j]], jtypes[int(m.jnt_type[j])],
+                    name=_name(m, obj.mjOBJ_JOINT, j, "joint"), axis=m.jnt_axis[j], pos=m.jnt_pos[j],
+                    range=m.jnt_range[j] if m.jnt_limited[j] else None,
+                    damping=0.0 if no_damper else float(m.dof_damping[d]),
+                    armature=float(m.dof_armature[d]),
+                    stiffness=0.0 if no_spring else float(m.jnt_stiffness[j]), frictionloss=float(m.dof_frictionloss[d]),
+                    ref=float(m.qpos0[qa]) if scalar else 0.0,
+                    springref=float(m.qpos_spring[qa]) if scalar else None)
+    geom_kind = {int(mujoco.mjtGeom.mjGEOM_PLANE): "plane", int(mujoco.mjtGeom.mjGEOM_SPHERE): "sphere",
+                 int(mujoco.mjtGeom.mjGEOM_CAPSULE): "capsule", int(mujoco.mjtGeom.mjGEOM_BOX): "box"}
+    for g in range(m.ngeom):
+        gn = _name(m, obj.mjOBJ_GEOM, g, "geom")
+        gt = int(m.geom_type[g])
+        size = np.array(m.geom_size[g])
+        verts = faces = heights = None
+        if gt in geom_kind:
+            kind = geom_kind[gt]
+        elif gt == int(mujoco.mjtGeom.mjGEOM_CYLINDER):
+            kind, (verts, faces) = "convex", _cylinder(size[0], size[1])
+        elif gt == int(mujoco.mjtGeom.mjGEOM_ELLIPSOID):
+            kind, (verts, faces) = "convex", _ellipsoid(size)
+        elif gt == int(mujoco.mjtGeom.mjGEOM_MESH):
+            kind, (verts, faces) = "convex", _mesh_hull(m, m.geom_dataid[g])
+        elif gt == int(mujoco.mjtGeom.mjGEOM_HFIELD):
+            h = int(m.geom_dataid[g])
+            nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
+            adr = int(m.hfield_adr[h])
+            kind, size = "hfield", np.array(m.hfield_size[h])
+            heights = np.asarray(m.hfield_data[adr:adr + nrow * ncol]).reshape(nrow, ncol)
+        else:
+            raise ModelError(f"geom {gn!r}: type {mujoco.mjtGeom(gt).name.replace('mjGEOM_', '').lower()!r} "
+                             "is not supported (supported: plane, sphere, capsule, box, cylinder, "
+                             "ellipsoid, mesh, hfield)")
+        mu = float(m.geom_friction[g][0])
+        b.add_geom(body_names[m.geom_bodyid[g]], kind, size, name=gn, pos=m.geom_pos[g],
+                   quat=m.geom_quat[g], friction=(mu, mu), rgba=m.geom_rgba[g],
+                   contype=int(m.geom_contype[g]), conaffinity=int(m.geom_conaffinity[g]),
+                   vertices=verts, faces=faces, heights=heights)
+    jnames = [_name(m, obj.mjOBJ_JOINT, j, "joint") for j in range(m.njnt)]
+    tnames = [_name(m, obj.mjOBJ_TENDON, t, "tendon") for t in range(m.ntendon)]
+    for t in range(m.ntendon):
+        adr, num = m.tendon_adr[t], m.tendon_num[t]
+        coefs: dict = {}
+        for w in range(adr, adr + num):
+            jn = jnames[m.wrap_objid[w]]
+            coefs[jn] = coefs.get(jn, 0.0) + float(m.wrap_prm[w])
+        b.add_tendon(tnames[t], coefs, stiffness=0.0 if no_spring else float(m.tendon_stiffness[t]),
+                     damping=0.0 if no_damper else float(m.tendon_damping[t]), springlength=m.tendon_lengthspring[t],
+                     range=m.tendon_range[t] if m.tendon_limited[t] else None)
+    dyn = {0: "none", 1: "integrator", 2: "filter", 3: "filterexact"}
+    for a in range(m.nu):
+        target = int(m.actuator_trnid[a, 0])
+        on_joint = int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+        b.add_actuator(_name(m, obj.mjOBJ_ACTUATOR, a, "actuator"),
+                       joint=jnames[target] if on_joint else None,
+                       tendon=None if on_joint else tnames[target], kind="general",
+                       gear=float(m.actuator_gear[a, 0]), gain=float(m.actuator_gainprm[a, 0]),
+                       bias=np.array(m.actuator_biasprm[a, :3]),
+                       ctrlrange=m.actuator_ctrlrange[a] if m.actuator_ctrllimited[a] and not no_clamp else None,
+                       forcerange=m.actuator_forcerange[a] if m.actuator_forcelimited[a] else None,
+                       actrange=m.actuator_actrange[a] if m.actuator_actlimited[a] else None,
+                       dyntype=dyn[int(m.actuator_dyntype[a])], tau=float(max(m.actuator_dynprm[a, 0], 1e-10)))
+    for e in range(m.neq):
+        is_joint = int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
+        names = jnames if is_joint else tnames
+        o2 = int(m.eq_obj2id[e])
+        b.add_equality(_name(m, obj.mjOBJ_EQUALITY, e, "equality"), "joint" if is_joint else "tendon",
+                       names[m.eq_obj1id[e]], None if o2 < 0 else names[o2], polycoef=m.eq_data[e, :5])
+    return b.build(dtype)

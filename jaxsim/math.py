@@ -1,0 +1,181 @@
+"""Rotations, quaternions and spatial (6-D) algebra.
+
+Conventions used everywhere in jaxsim (written once, here):
+
+* SI units: metres, kilograms, seconds, radians, newtons.
+* Quaternions are ``(w, x, y, z)`` and rotate vectors from a child frame to its parent:
+  ``v_parent = quat_rotate(quat_parent_child, v_child)``.
+* Rotation matrices are named ``rot_ab``: they map coordinates in frame ``b`` to frame
+  ``a`` (``v_a = rot_ab @ v_b``). ``_w`` is the world frame, ``_b`` a body frame.
+* Spatial vectors are ``(angular, linear)``, as in MuJoCo. Motion vectors (twists) are
+  ``[omega; v_o]`` with ``v_o`` the velocity of the body-fixed point at the reference
+  point ``o``; force vectors (wrenches) are ``[torque_o; force]``.
+* Dynamics works in world orientation with one reference point per kinematic tree (the
+  tree root body's origin): this keeps float32 accurate far from the world origin.
+* Angular velocities of ball and free joints are expressed in the child body frame
+  (MuJoCo's convention), and their quaternions integrate by right multiplication.
+
+Every function is pure and works under ``jit``, ``vmap`` and ``grad``; the ``safe_*``
+helpers keep gradients finite at zero vectors.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+Array = jnp.ndarray
+
+
+def safe_norm(v: Array, axis: int = -1) -> Array:
+    """Euclidean norm whose gradient is zero (not NaN) at the zero vector."""
+    sq = jnp.sum(v * v, axis=axis)
+    positive = sq > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
+
+
+def normalize(v: Array, axis: int = -1) -> Array:
+    """``v / |v|``; the zero vector maps to the zero vector with finite gradients."""
+    n = safe_norm(v, axis=axis)
+    return v / jnp.expand_dims(jnp.where(n > 0, n, 1.0), axis)
+
+
+def skew(v: Array) -> Array:
+    """Cross-product matrix: ``skew(a) @ b == cross(a, b)``. (..., 3) -> (..., 3, 3)."""
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    zero = jnp.zeros_like(x)
+    return jnp.stack(
+        [
+            jnp.stack([zero, -z, y], -1),
+            jnp.stack([z, zero, -x], -1),
+            jnp.stack([-y, x, zero], -1),
+        ],
+        -2,
+    )
+
+
+# ---------------------------------------------------------------------------- quaternions
+
+
+def quat_mul(a: Array, b: Array) -> Array:
+    """Hamilton product ``a * b`` of (..., 4) quaternions."""
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def quat_conj(q: Array) -> Array:
+    """Conjugate (the inverse of a unit quaternion)."""
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
+
+
+def quat_rotate(q: Array, v: Array) -> Array:
+    """Rotate (..., 3) vectors by unit quaternions (..., 4)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * jnp.cross(u, v)
+    return v + w * t + jnp.cross(u, t)
+
+
+def quat_to_mat(q: Array) -> Array:
+    """Rotation matrix (..., 3, 3) of unit quaternions (..., 4)."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return jnp.stack(
+        [
+            jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def axis_angle_to_quat(axis: Array, angle: Array) -> Array:
+    """Quaternion of a rotation by ``angle`` (rad) about a unit ``axis``."""
+    half = 0.5 * angle
+    return jnp.concatenate([jnp.cos(half)[..., None], jnp.sin(half)[..., None] * axis], -1)
+
+
+def _sin_over_x(x: Array) -> Array:
+    """sin(x)/x, smooth and with finite derivatives at 0."""
+    small = jnp.abs(x) < 1e-4
+    xs = jnp.where(small, 1.0, x)
+    return jnp.where(small, 1.0 - x * x / 6.0, jnp.sin(xs) / xs)
+
+
+def rotvec_to_quat(rotvec: Array) -> Array:
+    """Quaternion of the rotation vector ``theta * axis``; smooth at zero."""
+    theta = safe_norm(rotvec)
+    half = 0.5 * theta
+    return jnp.concatenate(
+        [jnp.cos(half)[..., None], (0.5 * _sin_over_x(half))[..., None] * rotvec], -1
+    )
+
+
+def quat_integrate(q: Array, omega_b: Array, dt: Array) -> Array:
+    """Advance a unit quaternion by a body-frame angular velocity over ``dt`` seconds."""
+    return normalize(quat_mul(q, rotvec_to_quat(omega_b * dt)))
+
+
+def quat_to_rotvec(q: Array) -> Array:
+    """Rotation vector (axis * angle, angle in [-pi, pi]) of a unit quaternion."""
+    q = jnp.where(q[..., :1] < 0, -q, q)  # shortest rotation
+    s = safe_norm(q[..., 1:])
+    angle = 2.0 * jnp.arctan2(s, q[..., 0])
+    # angle / s -> 2 / w as s -> 0
+    scale = jnp.where(s > 1e-8, angle / jnp.where(s > 1e-8, s, 1.0), 2.0 / q[..., 0])
+    return scale[..., None] * q[..., 1:]
+
+
+def quat_diff_rotvec(qa: Array, qb: Array) -> Array:
+    """Rotation vector taking ``qb`` to ``qa``, in ``qb``'s frame (MuJoCo's subQuat)."""
+    return quat_to_rotvec(quat_mul(quat_conj(qb), qa))
+
+
+# ------------------------------------------------------------------- spatial algebra
+
+
+def motion_cross(v: Array, m: Array) -> Array:
+    """Spatial motion cross product ``v x m`` of (..., 6) motion vectors."""
+    w, u = v[..., :3], v[..., 3:]
+    mw, mu = m[..., :3], m[..., 3:]
+    return jnp.concatenate([jnp.cross(w, mw), jnp.cross(w, mu) + jnp.cross(u, mw)], -1)
+
+
+def force_cross(v: Array, f: Array) -> Array:
+    """Spatial force cross product ``v x* f`` of a motion vector and a force vector."""
+    w, u = v[..., :3], v[..., 3:]
+    fn, ff = f[..., :3], f[..., 3:]
+    return jnp.concatenate([jnp.cross(w, fn) + jnp.cross(u, ff), jnp.cross(w, ff)], -1)
+
+
+def spatial_inertia(mass: Array, com: Array, inertia_com: Array) -> Array:
+    """6x6 spatial inertia about a reference point.
+
+    Args:
+      mass: (...,) kg.
+      com: (..., 3) centre of mass relative to the reference point, m.
+      inertia_com: (..., 3, 3) rotational inertia about the centre of mass, kg m^2,
+        in the same orientation as ``com``.
+
+    Returns:
+      (..., 6, 6) inertia mapping ``[omega; v_o]`` to momentum ``[L_o; p]``.
+    """
+    c = skew(com)
+    m = mass[..., None, None]
+    eye = jnp.eye(3, dtype=com.dtype)
+    top = jnp.concatenate([inertia_com - m * (c @ c), m * c], -1)
+    bottom = jnp.concatenate([-m * c, m * eye], -1)
+    return jnp.concatenate([top, bottom], -2)
+
+
+def transform_point_motion(motion: Array, point: Array) -> Array:
+    """Linear velocity of ``point`` (relative to the motion's reference point)."""
+    return motion[..., 3:] + jnp.cross(motion[..., :3], point)

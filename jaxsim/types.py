@@ -1,0 +1,292 @@
+"""Model and State pytrees.
+
+``Model`` holds everything that stays fixed during a rollout; ``State`` what a step
+changes. Both are frozen dataclasses registered as pytrees. Array fields are leaves and
+may carry a leading batch axis (``jax.vmap`` over models for domain randomisation);
+the kinematic tree and every size that fixes an array shape live in the static
+``Topology``, so a batch of models must share one topology.
+
+Bodies, joints and dofs follow MuJoCo's indexing: body 0 is the world, a body's joints
+are contiguous (``body_jntadr``, ``body_jntnum``) and a joint's coordinates start at
+``jnt_qposadr`` (positions) and ``jnt_dofadr`` (velocities). A body without joints is
+welded to its parent (a fixed joint): it adds no dof and its inertia moves with the
+parent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+
+def pytree_dataclass(cls):
+    """Frozen dataclass registered as a pytree; fields with ``static=True`` metadata
+    become treedef aux data (they must be hashable)."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    fields = dataclasses.fields(cls)
+    meta = [f.name for f in fields if f.metadata.get("static", False)]
+    data = [f.name for f in fields if not f.metadata.get("static", False)]
+    jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    cls.replace = replace
+    return cls
+
+
+def static(default: Any = dataclasses.MISSING):
+    """A static (non-leaf) dataclass field."""
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata={"static": True})
+    return dataclasses.field(default=default, metadata={"static": True})
+
+
+class JointType(enum.IntEnum):
+    """Joint types; numbering matches MuJoCo's ``mjtJoint``."""
+
+    FREE = 0  # 7 coordinates (pos, quat), 6 dofs (world linear, body angular)
+    BALL = 1  # 4 coordinates (quat), 3 dofs (body angular)
+    SLIDE = 2  # prismatic
+    HINGE = 3  # revolute
+
+    @property
+    def nq(self) -> int:
+        return {0: 7, 1: 4, 2: 1, 3: 1}[int(self)]
+
+    @property
+    def nv(self) -> int:
+        return {0: 6, 1: 3, 2: 1, 3: 1}[int(self)]
+
+
+class GeomType(enum.IntEnum):
+    """Collision shapes. ``CONVEX`` is a convex polyhedron (vertices and faces)."""
+
+    PLANE = 0  # half-space z <= 0 in the geom frame
+    SPHERE = 1  # size[0] = radius
+    CAPSULE = 2  # size[0] = radius, size[1] = half-length along local z
+    BOX = 3  # size = half-extents
+    CONVEX = 4  # geom_mesh names the polyhedron
+    HFIELD = 5  # height field: geom_hfield names the grid (static terrain)
+
+
+class DynType(enum.IntEnum):
+    """Actuator activation dynamics (MuJoCo's ``mjtDyn`` subset)."""
+
+    NONE = 0  # force from ctrl directly
+    INTEGRATOR = 1  # act_dot = ctrl
+    FILTER = 2  # act_dot = (ctrl - act) / tau, explicit Euler
+    FILTEREXACT = 3  # same ODE, integrated exactly over a step
+
+
+@pytree_dataclass
+class Topology:
+    """Static structure of a model: sizes, tree, types and names (all hashable)."""
+
+    nq: int = static()
+    nv: int = static()
+    nbody: int = static()
+    njnt: int = static()
+    ngeom: int = static()
+    nmesh: int = static()
+    nhfield: int = static()
+    nu: int = static()
+    na: int = static()
+    ntendon: int = static()
+    neq: int = static()
+    body_parent: tuple = static()  # (nbody,) parent body, -1 for the world
+    body_jntadr: tuple = static()
+    body_jntnum: tuple = static()
+    body_name: tuple = static()
+    jnt_type: tuple = static()  # JointType values
+    jnt_body: tuple = static()
+    jnt_qposadr: tuple = static()
+    jnt_dofadr: tuple = static()
+    jnt_limited: tuple = static()
+    jnt_name: tuple = static()
+    geom_type: tuple = static()  # GeomType values
+    geom_body: tuple = static()
+    geom_mesh: tuple = static()  # mesh id for CONVEX geoms, else -1
+    geom_hfield: tuple = static()  # height field id for HFIELD geoms, else -1
+    geom_contype: tuple = static()
+    geom_conaffinity: tuple = static()
+    geom_name: tuple = static()
+    mesh_nvert: tuple = static()
+    mesh_nface: tuple = static()
+    hfield_nrow: tuple = static()
+    hfield_ncol: tuple = static()
+    actuator_dyntype: tuple = static()  # DynType values
+    actuator_actadr: tuple = static()  # index into State.act, -1 if stateless
+    actuator_ctrllimited: tuple = static()
+    actuator_forcelimited: tuple = static()
+    actuator_actlimited: tuple = static()
+    actuator_name: tuple = static()
+    tendon_limited: tuple = static()
+    tendon_name: tuple = static()
+    eq_type: tuple = static()  # "joint" or "tendon"
+    eq_obj1: tuple = static()  # joint / tendon ids
+    eq_obj2: tuple = static()  # -1 for "keep at its reference value"
+    eq_name: tuple = static()
+
+
+@pytree_dataclass
+class Options:
+    """Simulation options. Array fields may be batched like the rest of the Model."""
+
+    timestep: Array  # () s
+    gravity: Array  # (3,) m/s^2, world frame
+    density: Array  # () kg/m^3 of the surrounding medium (fluid forces)
+    viscosity: Array  # () Pa s of the surrounding medium
+    wind: Array  # (3,) m/s, velocity of the medium
+    integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
+    forward_dynamics: str = static("aba")  # "aba" (O(n)) or "crba" (M + Cholesky)
+    implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
+    fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
+
+
+@pytree_dataclass
+class Model:
+    """Everything that does not change during a rollout.
+
+    Shapes use the sizes of ``topo``; all arrays share one float dtype.
+    """
+
+    topo: Topology = static()
+    opt: Options
+    # bodies, in the parent body's frame at q = qpos0
+    body_pos: Array  # (nbody, 3) m
+    body_quat: Array  # (nbody, 4)
+    body_mass: Array  # (nbody,) kg
+    body_com: Array  # (nbody, 3) m, centre of mass in the body frame
+    body_inertia: Array  # (nbody, 3) kg m^2, principal moments about the com
+    body_iquat: Array  # (nbody, 4) principal axes in the body frame
+    # joints, in their body's frame
+    jnt_pos: Array  # (njnt, 3) m, anchor
+    jnt_axis: Array  # (njnt, 3) unit axis (hinge, slide)
+    jnt_stiffness: Array  # (njnt,) N m/rad or N/m, spring towards qpos_spring
+    jnt_range: Array  # (njnt, 2) rad or m, used where jnt_limited
+    qpos0: Array  # (nq,) reference configuration (hinge/slide zero)
+    qpos_spring: Array  # (nq,) joint spring rest configuration
+    dof_damping: Array  # (nv,) N m s/rad or N s/m
+    dof_armature: Array  # (nv,) kg m^2 or kg, added to the mass matrix diagonal
+    dof_frictionloss: Array  # (nv,) N m or N (enforced by the constraint solver)
+    # geoms, in their body's frame
+    geom_size: Array  # (ngeom, 3) m, meaning per GeomType
+    geom_pos: Array  # (ngeom, 3) m
+    geom_quat: Array  # (ngeom, 4)
+    geom_friction: Array  # (ngeom, 2) static and kinetic friction coefficients
+    geom_restitution: Array  # (ngeom,)
+    geom_rgba: Array  # (ngeom, 4)
+    mesh_vert: Array  # (nmesh, maxvert, 3) m, convex polyhedra in the geom frame, padded
+    mesh_face: Array  # (nmesh, maxface, 3) int triangle vertex ids, padded with 0
+    hfield_size: Array  # (nhfield, 4) m: half x, half y, top z, base depth (MuJoCo's size)
+    hfield_data: Array  # (nhfield, max nrow*ncol) heights in [0, 1], row-major, padded
+    # actuators: force = gain * (act or ctrl) + bias . (1, length, velocity)
+    actuator_moment: Array  # (nu, nv) transmission: qfrc = moment^T force
+    actuator_gain: Array  # (nu,)
+    actuator_bias: Array  # (nu, 3)
+    actuator_ctrlrange: Array  # (nu, 2)
+    actuator_forcerange: Array  # (nu, 2)
+    actuator_actrange: Array  # (nu, 2)
+    actuator_tau: Array  # (nu,) s, filter time constant
+    # fixed tendons: length = tendon_coef . (scalar joint positions)
+    tendon_coef: Array  # (ntendon, nv)
+    tendon_stiffness: Array  # (ntendon,)
+    tendon_damping: Array  # (ntendon,)
+    tendon_lengthspring: Array  # (ntendon, 2) spring dead band [low, high], m
+    tendon_range: Array  # (ntendon, 2)
+    # joint / tendon couplings: x1 - x1_ref = poly(x2 - x2_ref)
+    eq_polycoef: Array  # (neq, 5)
+
+    # sizes, re-exported for convenience
+    @property
+    def nq(self) -> int:
+        return self.topo.nq
+
+    @property
+    def nv(self) -> int:
+        return self.topo.nv
+
+    @property
+    def nbody(self) -> int:
+        return self.topo.nbody
+
+    @property
+    def nu(self) -> int:
+        return self.topo.nu
+
+    @property
+    def dtype(self):
+        return self.body_mass.dtype
+
+    def astype(self, dtype) -> "Model":
+        """A copy with every floating-point leaf cast to ``dtype``."""
+        return cast_floats(self, dtype)
+
+    def body_id(self, name: str) -> int:
+        return _index(self.topo.body_name, name, "body")
+
+    def joint_id(self, name: str) -> int:
+        return _index(self.topo.jnt_name, name, "joint")
+
+    def geom_id(self, name: str) -> int:
+        return _index(self.topo.geom_name, name, "geom")
+
+    def actuator_id(self, name: str) -> int:
+        return _index(self.topo.actuator_name, name, "actuator")
+
+
+@pytree_dataclass
+class State:
+    """What a step changes.
+
+    Attributes:
+      q: (nq,) generalized positions (free joint: pos, quat; ball joint: quat).
+      v: (nv,) generalized velocities.
+      act: (na,) actuator activations.
+      time: () s.
+      ctrl: (nu,) the last control applied.
+      qacc: (nv,) generalized accelerations of the last step.
+      nonfinite: () bool, set once any q, v or act became NaN/inf; stays set.
+    """
+
+    q: Array
+    v: Array
+    act: Array
+    time: Array
+    ctrl: Array
+    qacc: Array
+    nonfinite: Array
+
+
+def _index(names: tuple, name: str, what: str) -> int:
+    try:
+        return names.index(name)
+    except ValueError:
+        raise KeyError(f"no {what} named {name!r}; known: {[n for n in names if n]}") from None
+
+
+def cast_floats(tree, dtype):
+    """Cast every floating-point leaf of a pytree to ``dtype``."""
+
+    def cast(x):
+        x = jnp.asarray(x)
+        return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+
+    return jax.tree_util.tree_map(cast, tree)
+
+
+def batch_models(models: list[Model]) -> Model:
+    """Stack models of one topology along a new leading axis (for ``jax.vmap``)."""
+    topo = models[0].topo
+    for i, m in enumerate(models[1:], 1):
+        if m.topo != topo:
+            raise ValueError(f"batch_models: model {i} has a different topology than model 0")
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *models)
+
