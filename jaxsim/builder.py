@@ -110,6 +110,7 @@ class _Joint:
     armature: float
     stiffness: float
     frictionloss: float
+    actfrcrange: np.ndarray | None
     qpos0: np.ndarray
     qpos_spring: np.ndarray
 
@@ -263,7 +264,8 @@ class ModelBuilder:
     def add_joint(self, body: str, type: str = "hinge", *, name: str | None = None,
                   axis=(0, 0, 1), pos=(0, 0, 0), range=None, damping: float = 0.0,
                   armature: float = 0.0, stiffness: float = 0.0, frictionloss: float = 0.0,
-                  ref: float = 0.0, springref: float | None = None) -> str | None:
+                  ref: float = 0.0, springref: float | None = None,
+                  actuator_force_range=None) -> str | None:
         """Add a joint between ``body`` and its parent; several joints on one body act in
         the order added (as in MJCF).
 
@@ -276,6 +278,8 @@ class ModelBuilder:
           damping, armature, stiffness, frictionloss: per-dof values (>= 0).
           ref: hinge/slide coordinate at which the body sits at ``pos``/``quat``.
           springref: rest coordinate of the joint spring (default ``ref``).
+          actuator_force_range: (lo, hi) clamp on the total actuator force on this
+            hinge/slide joint (URDF ``effort``); None: unclamped.
         Returns:
           the joint name, or None for a fixed joint (the body is welded).
         """
@@ -295,6 +299,13 @@ class ModelBuilder:
             range = _vec(range, 2, f"{where} range")
             if not range[0] < range[1]:
                 raise ModelError(f"{where}: range must have low < high, got {range.tolist()}")
+        if actuator_force_range is not None:
+            if jtype not in (JointType.HINGE, JointType.SLIDE):
+                raise ModelError(f"{where}: actuator_force_range applies to hinge and slide joints only")
+            actuator_force_range = _vec(actuator_force_range, 2, f"{where} actuator_force_range")
+            if not actuator_force_range[0] <= actuator_force_range[1]:
+                raise ModelError(f"{where}: actuator_force_range must have low <= high, "
+                                 f"got {actuator_force_range.tolist()}")
         axis = _unit(axis, 3, f"{where} axis") if jtype in (JointType.HINGE, JointType.SLIDE) \
             else np.array([0.0, 0.0, 1.0])
         if jtype == JointType.FREE:
@@ -306,7 +317,7 @@ class ModelBuilder:
         spring = qpos0.copy() if springref is None else np.array([float(springref)])
         self.joints.append(_Joint(name, body, jtype, _vec(pos, 3, f"{where} pos"), axis, range,
                                   float(damping), float(armature), float(stiffness),
-                                  float(frictionloss), qpos0, spring))
+                                  float(frictionloss), actuator_force_range, qpos0, spring))
         return name
 
     def add_geom(self, body: str, type: str, size=(0.0, 0.0, 0.0), *, name: str | None = None,
@@ -332,8 +343,8 @@ class ModelBuilder:
         raw_size = np.asarray(size, dtype=np.float64).reshape(-1)
         size = np.resize(np.asarray(size, dtype=np.float64).reshape(-1), 3) if np.size(size) else np.zeros(3)
         need = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 3}.get(gtype, 0)
-        if need and not np.all(size[:need] > 0):
-            raise ModelError(f"{where}: {type} needs {need} positive size values, got {size[:need].tolist()}")
+        if need and (raw_size.size < need or not np.all(raw_size[:need] > 0)):
+            raise ModelError(f"{where}: {type} needs {need} positive size values, got {raw_size.tolist()}")
         friction = _vec(friction, 2, f"{where} friction")
         if np.any(friction < 0):
             raise ModelError(f"{where}: friction must be >= 0, got {friction.tolist()}")
@@ -597,6 +608,7 @@ class ModelBuilder:
             jnt_type=tuple(int(j.type) for j in joints), jnt_body=tuple(bid[j.body] for j in joints),
             jnt_qposadr=tuple(jnt_qposadr), jnt_dofadr=tuple(jnt_dofadr),
             jnt_limited=tuple(j.range is not None for j in joints),
+            jnt_actfrclimited=tuple(j.actfrcrange is not None for j in joints),
             jnt_name=tuple(j.name for j in joints),
             geom_type=tuple(int(g.type) for g in self.geoms),
             geom_body=tuple(bid[g.body] for g in self.geoms),
@@ -648,6 +660,8 @@ class ModelBuilder:
             jnt_axis=arr([j.axis for j in joints], (len(joints), 3)),
             jnt_stiffness=arr([j.stiffness for j in joints], (len(joints),)),
             jnt_range=arr([default_range if j.range is None else j.range for j in joints], (len(joints), 2)),
+            jnt_actfrcrange=arr([default_range if j.actfrcrange is None else j.actfrcrange for j in joints],
+                                (len(joints), 2)),
             qpos0=arr(np.concatenate([j.qpos0 for j in joints]) if joints else [], (nq,)),
             qpos_spring=arr(np.concatenate([j.qpos_spring for j in joints]) if joints else [], (nq,)),
             dof_damping=arr(per_dof("damping"), (nv,)),

@@ -153,7 +153,7 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array) -
     """
     topo = model.topo
     dtype = v.dtype
-    if topo.nu == 0:
+    if topo.nu == 0:  # nothing to clamp either
         return jnp.zeros_like(v), jnp.zeros((topo.na,), dtype)
     lim = jnp.asarray(topo.actuator_ctrllimited)
     ctrl = jnp.where(lim, jnp.clip(ctrl, model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]), ctrl)
@@ -175,7 +175,13 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array) -
         a, c, tau = act[actadr[idx]], ctrl[idx], model.actuator_tau[idx]
         filt = (c - a) / jnp.where(jnp.asarray(dyn == DynType.INTEGRATOR), 1.0, tau)
         act_dot = act_dot.at[actadr[idx]].set(jnp.where(jnp.asarray(dyn == DynType.INTEGRATOR), c, filt))
-    return model.actuator_moment.T @ force, act_dot
+    qfrc = model.actuator_moment.T @ force
+    limited = np.flatnonzero(np.asarray(topo.jnt_actfrclimited, bool))
+    if limited.size:  # joint-level clamp of the total actuator force (MuJoCo's actuatorfrcrange)
+        dof = np.asarray(topo.jnt_dofadr)[limited]
+        rng = model.jnt_actfrcrange[limited]
+        qfrc = qfrc.at[dof].set(jnp.clip(qfrc[dof], rng[:, 0], rng[:, 1]))
+    return qfrc, act_dot
 
 
 def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array,

@@ -109,6 +109,7 @@ class Topology:
     jnt_qposadr: tuple = static()
     jnt_dofadr: tuple = static()
     jnt_limited: tuple = static()
+    jnt_actfrclimited: tuple = static()  # clamp actuator force on the joint
     jnt_name: tuple = static()
     geom_type: tuple = static()  # GeomType values
     geom_body: tuple = static()
@@ -171,6 +172,7 @@ class Model:
     jnt_axis: Array  # (njnt, 3) unit axis (hinge, slide)
     jnt_stiffness: Array  # (njnt,) N m/rad or N/m, spring towards qpos_spring
     jnt_range: Array  # (njnt, 2) rad or m, used where jnt_limited
+    jnt_actfrcrange: Array  # (njnt, 2) N m or N, total actuator force range (URDF effort)
     qpos0: Array  # (nq,) reference configuration (hinge/slide zero)
     qpos_spring: Array  # (nq,) joint spring rest configuration
     dof_damping: Array  # (nv,) N m s/rad or N s/m

@@ -45,6 +45,7 @@ def _mujoco():
 
 def _compile(source: str):
     mujoco = _mujoco()
+    source = os.fspath(source)
     text = source.lstrip()
     try:
         if text.startswith("<"):
@@ -72,6 +73,7 @@ def load_mjcf(source: str, dtype=jnp.float32, **options) -> Model:
 
 def load_urdf(path: str, dtype=jnp.float32, **options) -> Model:
     """Load a URDF file (through MuJoCo's URDF importer) into a Model."""
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise ModelError(f"model file not found: {path}")
     return from_mjmodel(_compile(path), dtype=dtype, **options)
@@ -98,7 +100,6 @@ def _unsupported_checks(m) -> None:
     for j in range(m.njnt):
         jn = _name(m, obj.mjOBJ_JOINT, j, "joint")
         for attr, what in (("jnt_stiffnesspoly", "polynomial stiffness"),
-                           ("jnt_actfrclimited", "actuatorfrcrange"),
                            ("jnt_actgravcomp", "actuatorgravcomp")):
             if _nonzero(m, attr, j):
                 raise ModelError(f"joint {jn!r}: {what} is not supported")
@@ -239,7 +240,8 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
                     armature=float(m.dof_armature[d]),
                     stiffness=0.0 if no_spring else float(m.jnt_stiffness[j]), frictionloss=float(m.dof_frictionloss[d]),
                     ref=float(m.qpos0[qa]) if scalar else 0.0,
-                    springref=float(m.qpos_spring[qa]) if scalar else None)
+                    springref=float(m.qpos_spring[qa]) if scalar else None,
+                    actuator_force_range=m.jnt_actfrcrange[j] if _nonzero(m, "jnt_actfrclimited", j) else None)
     geom_kind = {int(mujoco.mjtGeom.mjGEOM_PLANE): "plane", int(mujoco.mjtGeom.mjGEOM_SPHERE): "sphere",
                  int(mujoco.mjtGeom.mjGEOM_CAPSULE): "capsule", int(mujoco.mjtGeom.mjGEOM_BOX): "box"}
     for g in range(m.ngeom):

@@ -1,0 +1,337 @@
+"""MJCF / URDF loading: strings and files, error messages, unsupported elements,
+cylinders / ellipsoids / meshes as convex polyhedra, height fields, and the mass matrix
+of a URDF against MuJoCo's (float64)."""
+
+import sys
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import jaxsim  # noqa: E402
+from jaxsim import GeomType, ModelError  # noqa: E402
+from jaxsim.io import load_mjcf, load_urdf  # noqa: E402
+from jaxsim.io import mjcf as mjcf_mod  # noqa: E402
+
+mujoco = pytest.importorskip("mujoco")
+
+_mass = jax.jit(lambda model, q: jaxsim.mass_matrix(model, jaxsim.forward_kinematics(model, q)))
+
+ARM_XML = """
+<mujoco model="arm">
+  <option timestep="0.002" gravity="0 0 -9.81"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" range="-1 1" damping="0.1"/>
+      <geom name="upper_geom" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04"/>
+      <body name="lower" pos="0 0 -0.4">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom name="lower_geom" type="box" size="0.03 0.03 0.2" pos="0 0 -0.2"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="elbow_motor" joint="elbow" gear="5" ctrlrange="-1 1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def _leaves_equal(a, b):
+    assert a.topo == b.topo
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+# ------------------------------------------------------------ strings and files
+
+def test_string_and_file_give_same_model(tmp_path):
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM_XML)
+    from_string = load_mjcf(ARM_XML, dtype=jnp.float64)
+    from_file = load_mjcf(str(path), dtype=jnp.float64)
+    _leaves_equal(from_string, from_file)
+    assert from_file.topo.body_name == ("world", "upper", "lower")
+    assert from_file.topo.jnt_name == ("shoulder", "elbow")
+    assert from_file.nv == 2 and from_file.nu == 1
+    assert float(from_file.opt.timestep) == pytest.approx(0.002)
+
+
+def test_pathlib_path_accepted(tmp_path):
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM_XML)
+    _leaves_equal(load_mjcf(path, dtype=jnp.float64), load_mjcf(ARM_XML, dtype=jnp.float64))
+
+
+def test_missing_file():
+    with pytest.raises(ModelError, match="not found"):
+        load_mjcf("/nonexistent/dir/robot.xml")
+    with pytest.raises(ModelError, match="not found"):
+        load_urdf("/nonexistent/dir/robot.urdf")
+
+
+@pytest.mark.parametrize("xml", [
+    '<mujoco><worldbody><body><joint type="telescope"/></body></worldbody></mujoco>',
+    '<mujoco><worldbody><body name="a">',  # truncated XML
+], ids=["bad_keyword", "truncated"])
+def test_uncompilable_xml_is_a_model_error(xml, tmp_path):
+    with pytest.raises(ModelError, match="could not compile"):
+        load_mjcf(xml)
+    path = tmp_path / "bad.xml"
+    path.write_text(xml)
+    with pytest.raises(ModelError, match="could not compile"):
+        load_mjcf(str(path))
+
+
+# ---------------------------------------------------------- unsupported elements
+
+_TWO_BODIES = """
+<body name="a"><joint name="ja" type="hinge" range="-1 1"/><geom size="0.1"/><site name="s1"/></body>
+<body name="b" pos="1 0 0"><joint name="jb" type="hinge"/><geom size="0.1"/><site name="s2" pos="0 0 0.1"/></body>
+"""
+
+
+def _mjcf(worldbody, extra=""):
+    return f"<mujoco><worldbody>{worldbody}</worldbody>{extra}</mujoco>"
+
+
+@pytest.mark.parametrize("xml,match", [
+    (_mjcf(_TWO_BODIES, '<tendon><spatial name="rope"><site site="s1"/><site site="s2"/></spatial></tendon>'),
+     r"tendon 'rope'.*spatial tendons are not supported"),
+    (_mjcf(_TWO_BODIES, '<equality><weld name="glue" body1="a" body2="b"/></equality>'),
+     r"equality 'glue'.*'weld' is not supported"),
+    (_mjcf(_TWO_BODIES, '<actuator><general name="gmus" joint="ja" dyntype="muscle"/></actuator>'),
+     r"actuator 'gmus'.*'muscle' is not supported"),
+    (_mjcf(_TWO_BODIES, '<actuator><muscle name="bicep" joint="ja"/></actuator>'),
+     r"actuator 'bicep'.*'muscle' is not supported"),
+    (_mjcf(_TWO_BODIES, '<actuator><motor name="thruster" site="s1" gear="0 0 1 0 0 0"/></actuator>'),
+     r"actuator 'thruster'.*transmission 'site' is not supported"),
+    (_mjcf('<body name="floaty" gravcomp="1"><joint type="hinge"/><geom size="0.1"/></body>'),
+     r"body 'floaty'.*gravcomp.*not supported"),
+], ids=["spatial_tendon", "weld", "dyntype_muscle", "muscle", "site_transmission", "gravcomp"])
+def test_unsupported_elements(xml, match):
+    mujoco.MjModel.from_xml_string(xml)  # valid for MuJoCo: the rejection is jaxsim's
+    with pytest.raises(ModelError, match=match):
+        load_mjcf(xml)
+
+
+# ---------------------------------------- cylinders, ellipsoids, meshes -> convex
+
+BOX_CORNERS = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.2, 0.2) for z in (-0.3, 0.3)])
+INTERIOR = np.array([[0.01, 0.02, 0.0]])  # inside the box: not a hull vertex
+CYL_R, CYL_H = 0.15, 0.25
+ELL = np.array([0.1, 0.2, 0.3])
+MESH_POS = np.array([0.0, 1.0, 0.0])
+
+SHAPES_XML = f"""
+<mujoco>
+  <asset>
+    <mesh name="m" vertex="{' '.join(map(str, np.r_[BOX_CORNERS, INTERIOR].ravel()))}"/>
+  </asset>
+  <worldbody>
+    <body name="b">
+      <freejoint/>
+      <geom name="cyl" type="cylinder" size="{CYL_R} {CYL_H}"/>
+      <geom name="ell" type="ellipsoid" size="{' '.join(map(str, ELL))}" pos="1 0 0"/>
+      <geom name="mesh" type="mesh" mesh="m" pos="{' '.join(map(str, MESH_POS))}"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.fixture(scope="module")
+def shapes():
+    return load_mjcf(SHAPES_XML, dtype=jnp.float64)
+
+
+def _polyhedron(model, name):
+    g = model.topo.geom_name.index(name)
+    assert model.topo.geom_type[g] == GeomType.CONVEX
+    k = model.topo.geom_mesh[g]
+    assert k >= 0
+    nv, nf = model.topo.mesh_nvert[k], model.topo.mesh_nface[k]
+    return g, np.asarray(model.mesh_vert[k, :nv]), np.asarray(model.mesh_face[k, :nf])
+
+
+def _assert_closed_outward_convex(v, f):
+    # every face's normal points away from all other vertices (convex, outward)
+    normals = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    area = np.linalg.norm(normals, axis=1)
+    assert np.all(area > 1e-12)
+    n = normals / area[:, None]
+    heights = np.einsum("fk,fvk->fv", n, v[None, :, :] - v[f[:, 0]][:, None, :])
+    assert heights.max() <= 1e-9
+    centre = v.mean(0)
+    assert np.all(np.einsum("fk,fk->f", n, v[f].mean(1) - centre) > 0)
+    # watertight: every directed edge appears once and its reverse once
+    edges = {}
+    for a, b, c in f:
+        for e in ((a, b), (b, c), (c, a)):
+            edges[e] = edges.get(e, 0) + 1
+    assert all(cnt == 1 for cnt in edges.values())
+    assert all((b, a) in edges for a, b in edges)
+    # Euler characteristic of a sphere-like closed surface
+    assert len(np.unique(f)) - len(edges) // 2 + len(f) == 2
+    # the faces use every vertex
+    assert len(np.unique(f)) == len(v)
+
+
+def test_cylinder_is_convex_polyhedron_on_its_surface(shapes):
+    _, v, f = _polyhedron(shapes, "cyl")
+    radial = np.linalg.norm(v[:, :2], axis=1)
+    np.testing.assert_allclose(radial, CYL_R, atol=1e-12)
+    np.testing.assert_allclose(np.abs(v[:, 2]), CYL_H, atol=1e-12)
+    assert np.sum(v[:, 2] > 0) == np.sum(v[:, 2] < 0) >= 8
+    _assert_closed_outward_convex(v, f)
+
+
+def test_ellipsoid_is_convex_polyhedron_on_its_surface(shapes):
+    _, v, f = _polyhedron(shapes, "ell")
+    np.testing.assert_allclose(np.sum((v / ELL) ** 2, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(v.min(0), -ELL, atol=1e-12)
+    np.testing.assert_allclose(v.max(0), ELL, atol=1e-12)
+    _assert_closed_outward_convex(v, f)
+
+
+def test_mesh_becomes_its_convex_hull(shapes):
+    g, v, f = _polyhedron(shapes, "mesh")
+    _assert_closed_outward_convex(v, f)
+    # MuJoCo may re-centre / re-orient a mesh and compensate with the geom pose:
+    # compare in the body frame. MuJoCo stores mesh vertices in float32.
+    w, x, y, z = np.asarray(shapes.geom_quat[g]) / np.linalg.norm(shapes.geom_quat[g])
+    rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                    [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                    [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    in_body = v @ rot.T + np.asarray(shapes.geom_pos[g])
+    expected = BOX_CORNERS + MESH_POS
+    assert len(in_body) == len(expected) == 8  # the interior vertex is dropped
+    d = np.linalg.norm(in_body[:, None, :] - expected[None, :, :], axis=-1)
+    assert np.all(d.min(1) < 1e-6) and np.all(d.min(0) < 1e-6)
+
+
+# ------------------------------------------------------------------------ URDF
+
+URDF = """<?xml version="1.0"?>
+<robot name="arm">
+  <link name="base">
+    <inertial><origin xyz="0 0 0.05"/><mass value="2.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <visual><geometry><box size="0.2 0.2 0.1"/></geometry></visual>
+    <collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision>
+  </link>
+  <link name="arm">
+    <inertial><origin xyz="0.02 0.01 0.25" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>
+      <inertia ixx="0.03" ixy="0.001" ixz="0.002" iyy="0.03" iyz="-0.001" izz="0.005"/></inertial>
+    <visual><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.03" length="0.5"/></geometry></visual>
+    <collision><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.03" length="0.5"/></geometry></collision>
+  </link>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="arm"/>
+    <origin xyz="0 0 0.1" rpy="0.1 0.2 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1.5" upper="1.5" {effort}velocity="5"/>
+  </joint>
+</robot>
+"""
+
+
+def _check_urdf(path):
+    model = load_urdf(str(path), dtype=jnp.float64)
+    assert model.nv == 1 and model.nq == 1
+    assert model.topo.jnt_name == ("shoulder",)
+    assert GeomType.CONVEX in model.topo.geom_type  # the collision cylinder
+    assert GeomType.BOX in model.topo.geom_type
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(mm)
+    for angle in (0.0, 0.7, -1.2):
+        d.qpos[:] = angle
+        mujoco.mj_forward(mm, d)
+        ref = np.zeros((mm.nv, mm.nv))
+        mujoco.mj_fullM(mm, d, ref)
+        got = np.asarray(_mass(model, jnp.array([angle])))
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_urdf_mass_matrix_matches_mujoco(tmp_path):
+    path = tmp_path / "arm.urdf"
+    path.write_text(URDF.format(effort=""))
+    _check_urdf(path)
+
+
+def test_urdf_with_effort_limit_loads(tmp_path):
+    path = tmp_path / "arm_effort.urdf"
+    path.write_text(URDF.format(effort='effort="10" '))
+    _check_urdf(path)
+
+
+def test_joint_actuator_force_range_matches_mujoco():
+    """A joint's actuatorfrcrange clamps the summed actuator force, as in MuJoCo."""
+    xml = """
+    <mujoco>
+      <worldbody>
+        <body name="arm" pos="0 0 1">
+          <joint name="hinge" axis="0 1 0" actuatorfrcrange="-2 3" actuatorfrclimited="true"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        </body>
+      </worldbody>
+      <actuator>
+        <motor joint="hinge" gear="5"/>
+        <position joint="hinge" kp="20"/>
+      </actuator>
+    </mujoco>
+    """
+    mm = mujoco.MjModel.from_xml_string(xml)
+    model = load_mjcf(xml, dtype=jnp.float64)
+    d = mujoco.MjData(mm)
+    for ctrl in ([1.0, 0.0], [-1.0, 0.2], [0.1, -0.3]):
+        d.ctrl[:] = ctrl
+        mujoco.mj_forward(mm, d)
+        got, _ = jaxsim.dynamics.actuator_forces(model, jnp.zeros(1), jnp.zeros(1), jnp.zeros(0),
+                                                 jnp.asarray(ctrl))
+        np.testing.assert_allclose(np.asarray(got), d.qfrc_actuator, rtol=1e-12, atol=1e-12)
+    assert d.qfrc_actuator[0] != 0
+
+
+# ------------------------------------------------------------------ hfield
+
+def test_hfield_geom():
+    xml = """
+    <mujoco>
+      <asset>
+        <hfield name="h" nrow="3" ncol="3" size="1 1 0.5 0.1" elevation="0 1 2 3 4 5 6 7 8"/>
+      </asset>
+      <worldbody>
+        <geom name="terrain" type="hfield" hfield="h"/>
+        <body name="ball" pos="0 0 1"><freejoint/><geom size="0.1"/></body>
+      </worldbody>
+    </mujoco>
+    """
+    model = load_mjcf(xml, dtype=jnp.float64)
+    g = model.topo.geom_name.index("terrain")
+    assert model.topo.geom_type[g] == GeomType.HFIELD
+    assert model.topo.geom_body[g] == 0
+    h = model.topo.geom_hfield[g]
+    assert h == 0 and model.topo.nhfield == 1
+    assert (model.topo.hfield_nrow[h], model.topo.hfield_ncol[h]) == (3, 3)
+    np.testing.assert_allclose(np.asarray(model.hfield_size[h]), [1, 1, 0.5, 0.1])
+    data = np.asarray(model.hfield_data[h, :9])
+    # MuJoCo normalizes the elevation to [0, 1]; the nine distinct values survive
+    np.testing.assert_allclose(np.sort(data), np.arange(9) / 8, atol=1e-7)
+
+
+# ------------------------------------------------------------ missing extra
+
+def test_missing_mujoco_extra_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # `import mujoco` now fails
+    with pytest.raises(ImportError, match="pip install"):
+        mjcf_mod._mujoco()
+    with pytest.raises(ImportError, match="pip install"):
+        load_mjcf(ARM_XML)
