@@ -173,7 +173,7 @@ class ModelBuilder:
     def __init__(self, *, timestep: float = 1e-3, gravity: Sequence[float] = (0, 0, -9.81),
                  density: float = 0.0, viscosity: float = 0.0,
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
-                 forward_dynamics: str = "aba", implicit_damping: bool = True):
+                 forward_dynamics: str = "crba", implicit_damping: bool = True):
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
         if integrator not in ("euler", "rk4"):

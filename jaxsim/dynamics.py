@@ -240,3 +240,11 @@ def forward_dynamics_aba(model: Model, kin: Kinematics, v: Array, tau: Array,
         qacc = qacc.at[level].set(qdd)
         acc = acc.at[level].set(a_par + s[level] * qdd[:, None])
     return qacc
+
+
+def energy(model: Model, kin: Kinematics, v: Array) -> tuple[Array, Array]:
+    """``(kinetic, potential)`` energy in J: ``1/2 v^T M v`` (armature included) and
+    the gravitational ``-sum_b m_b g . com_b`` (springs not included)."""
+    kinetic = 0.5 * v @ (mass_matrix(model, kin) @ v)
+    potential = -jnp.sum(model.body_mass * (kin.body_com_w @ model.opt.gravity.astype(v.dtype)))
+    return kinetic, potential

@@ -73,18 +73,22 @@ def rk4(model: Model, q: Array, v: Array, act: Array, f: Derivative, qacc0: Arra
     """Classic 4th-order Runge-Kutta on (q, v, act), control held over the step.
 
     ``f(q, v, act) -> (qacc, act_dot)``; ``qacc0, act_dot0`` are its value at the start.
+    The three inner stages run in a ``lax.scan`` so ``f`` is traced once, not three times.
     """
     dt = model.opt.timestep
-    vs, accs, adots = [v], [qacc0], [act_dot0]
-    for weight in (0.5, 0.5, 1.0):
-        qi = integrate_positions(model, q, vs[-1], weight * dt)
-        vi = v + weight * dt * accs[-1]
-        ai = act + weight * dt * adots[-1]
-        acc_i, adot_i = f(qi, vi, ai)
-        vs.append(vi), accs.append(acc_i), adots.append(adot_i)
-    b = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
-    v_avg = sum(w * x for w, x in zip(b, vs))
-    a_avg = sum(w * x for w, x in zip(b, accs))
-    adot_avg = sum(w * x for w, x in zip(b, adots))
-    return (integrate_positions(model, q, v_avg, dt), v + dt * a_avg,
+    dtype = v.dtype
+
+    def stage(carry, weights):
+        v_prev, acc_prev, adot_prev, v_sum, acc_sum, adot_sum = carry
+        a, b = weights  # tableau row (A_i) and final weight (B_i)
+        qi = integrate_positions(model, q, v_prev, a * dt)
+        vi = v + a * dt * acc_prev
+        acc_i, adot_i = f(qi, vi, act + a * dt * adot_prev)
+        return (vi, acc_i, adot_i, v_sum + b * vi, acc_sum + b * acc_i, adot_sum + b * adot_i), None
+
+    first = 1.0 / 6.0
+    init = (v, qacc0, act_dot0, first * v, first * qacc0, first * act_dot0)
+    weights = (jnp.array([0.5, 0.5, 1.0], dtype), jnp.array([1 / 3, 1 / 3, 1 / 6], dtype))
+    (_, _, _, v_avg, acc_avg, adot_avg), _ = jax.lax.scan(stage, init, weights)
+    return (integrate_positions(model, q, v_avg, dt), v + dt * acc_avg,
             integrate_activations(model, act, adot_avg, dt))

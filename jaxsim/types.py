@@ -146,7 +146,7 @@ class Options:
     viscosity: Array  # () Pa s of the surrounding medium
     wind: Array  # (3,) m/s, velocity of the medium
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
-    forward_dynamics: str = static("aba")  # "aba" (O(n)) or "crba" (M + Cholesky)
+    forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
     fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
 

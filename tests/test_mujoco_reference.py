@@ -69,7 +69,7 @@ def mujoco_reference(mm, states):
 
 
 def jaxsim_quantities(model, states):
-    aba = model
+    aba = model.replace(opt=model.opt.replace(forward_dynamics="aba"))
     crba = model.replace(opt=model.opt.replace(forward_dynamics="crba"))
 
     def one(q, v, u, a, f):

@@ -1,0 +1,52 @@
+"""Built-in scenes, made with the builder (no files needed)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim.builder import ModelBuilder
+from jaxsim.types import Model
+
+LINK_SIZE = (0.04, 0.10, 0.04)  # m, SPEC section 2: 4 x 10 x 4 cm boxes ...
+LINK_MASS = 0.3  # kg, ... of 0.3 kg
+
+
+def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = False,
+             timestep: float = 1e-3, integrator: str = "euler", damping: float = 0.0,
+             dtype=jnp.float32) -> Model:
+    """The n-link planar pendulum of SPEC section 2 (seed 003, section 3).
+
+    Each link is a 4 x 10 x 4 cm box of 0.3 kg hanging along -z from a hinge about the
+    world y axis; all hinges are parallel. Start it at 60 degrees with
+    ``pendulum_initial_q``.
+
+    Args:
+      n: number of links.
+      pivot_height: height of the root hinge, m (default: 0.1 m above the chain's length).
+      floor: add a ground plane at z = 0 (friction mu_s = 1.0, mu_k = 0.4 as in the paper).
+    """
+    if n < 1:
+        raise ValueError(f"pendulum needs at least one link, got n={n}")
+    length = LINK_SIZE[1]
+    height = n * length + 0.1 if pivot_height is None else pivot_height
+    b = ModelBuilder(timestep=timestep, integrator=integrator)
+    sx, sy, sz = LINK_SIZE[0], LINK_SIZE[2], LINK_SIZE[1]  # long side along the chain (z)
+    inertia = LINK_MASS / 12.0 * np.array([sy**2 + sz**2, sx**2 + sz**2, sx**2 + sy**2])
+    parent = "world"
+    for i in range(n):
+        name = f"link{i}"
+        b.add_body(name, parent, pos=(0, 0, height) if i == 0 else (0, 0, -length),
+                   mass=LINK_MASS, com=(0, 0, -length / 2), inertia=inertia)
+        b.add_joint(name, "hinge", name=f"hinge{i}", axis=(0, 1, 0), damping=damping)
+        b.add_geom(name, "box", (sx / 2, sy / 2, sz / 2), pos=(0, 0, -length / 2),
+                   name=f"box{i}", friction=(1.0, 0.4))
+        parent = name
+    if floor:
+        b.add_geom("world", "plane", (0, 0, 0), name="floor", friction=(1.0, 0.4))
+    return b.build(dtype)
+
+
+def pendulum_initial_q(model: Model, root_angle_deg: float = 60.0):
+    """Initial configuration: root hinge at ``root_angle_deg``, the rest straight."""
+    return jnp.zeros(model.nq, model.dtype).at[0].set(np.deg2rad(root_angle_deg))
