@@ -34,8 +34,8 @@ def mass_matrix(model: Model, kin: Kinematics) -> Array:
     p = plan(model.topo)
     dtype = kin.dof_motion.dtype
     node_desc = jnp.asarray(p.body_dof.T, dtype)  # (nv, nbody): body below dof
-    composite = jnp.einsum("jb,bxy->jxy", node_desc, kin.body_inertia6)
-    force = jnp.einsum("jxy,jy->jx", composite, kin.dof_motion)  # F_j = Ic_j S_j
+    composite = node_desc @ kin.body_inertia  # (nv, 13) subtree inertia below each dof
+    force = math.inertia_apply(composite, kin.dof_motion)  # F_j = Ic_j S_j
     g = kin.dof_motion @ force.T  # g[i, j] = S_i . F_j
     anc = jnp.asarray(p.dof_anc, dtype)  # [i, j]: i is j or an ancestor of j
     strict = anc - jnp.eye(model.nv, dtype=dtype)
@@ -56,8 +56,8 @@ def inverse_dynamics(model: Model, kin: Kinematics, v: Array, qacc: Array,
     body_dof = jnp.asarray(p.body_dof, dtype)
     dof_acc = dof_motion_dot * v[:, None] + kin.dof_motion * qacc[:, None]
     body_acc = gravity_acceleration(model, dtype) + body_dof @ dof_acc
-    momentum = jnp.einsum("bxy,by->bx", kin.body_inertia6, body_vel)
-    force = jnp.einsum("bxy,by->bx", kin.body_inertia6, body_acc) + math.force_cross(body_vel, momentum)
+    momentum = math.inertia_apply(kin.body_inertia, body_vel)
+    force = math.inertia_apply(kin.body_inertia, body_acc) + math.force_cross(body_vel, momentum)
     force = force * jnp.asarray(p.body_node >= 0, dtype)[:, None]  # world-welded bodies
     subtree_force = body_dof.T @ force  # (nv, 6)
     return jnp.sum(kin.dof_motion * subtree_force, -1)
@@ -204,8 +204,8 @@ def forward_dynamics_aba(model: Model, kin: Kinematics, v: Array, tau: Array,
     if body_vel is None:
         body_vel, dof_motion_dot = kin_mod.body_velocities(model, kin, v)
     node_body = jnp.asarray(p.node_body, dtype)
-    momentum = jnp.einsum("bxy,by->bx", kin.body_inertia6, body_vel)
-    ia = jnp.einsum("jb,bxy->jxy", node_body, kin.body_inertia6)  # articulated inertia
+    momentum = math.inertia_apply(kin.body_inertia, body_vel)
+    ia = math.inertia_matrix(node_body @ kin.body_inertia)  # (nv, 6, 6) articulated inertia
     pa = node_body @ math.force_cross(body_vel, momentum)  # articulated bias force
     s = kin.dof_motion
     c = dof_motion_dot * v[:, None]

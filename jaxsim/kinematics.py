@@ -157,7 +157,7 @@ class Kinematics:
       body_rot_w: (nbody, 3, 3) ``rot_wb``.
       body_com_w: (nbody, 3) m, centres of mass.
       body_ref_w: (nbody, 3) m, reference point of each body's tree (tree root origin).
-      body_inertia6: (nbody, 6, 6) spatial inertia about ``body_ref_w``.
+      body_inertia: (nbody, 6, 6) spatial inertia about ``body_ref_w``.
       jnt_anchor_w: (njnt, 3) m; jnt_axis_w: (njnt, 3).
       dof_motion: (nv, 6) motion vector of each dof about its body's reference point.
       geom_pos_w: (ngeom, 3) m; geom_rot_w: (ngeom, 3, 3).
@@ -168,7 +168,7 @@ class Kinematics:
     body_rot_w: Array
     body_com_w: Array
     body_ref_w: Array
-    body_inertia6: Array
+    body_inertia: Array
     jnt_anchor_w: Array
     jnt_axis_w: Array
     dof_motion: Array
@@ -262,7 +262,7 @@ def forward_kinematics(model: Model, q: Array) -> Kinematics:
     com = pos + jnp.einsum("bij,bj->bi", rot, model.body_com)
     rot_wi = rot @ math.quat_to_mat(model.body_iquat)  # principal axes in the world
     inertia_w = (rot_wi * model.body_inertia[:, None, :]) @ jnp.swapaxes(rot_wi, -1, -2)
-    inertia6 = math.spatial_inertia(model.body_mass, com - ref, inertia_w)
+    inertia = math.inertia_compact(model.body_mass, com - ref, inertia_w)
 
     # dof motion vectors
     table = jnp.concatenate([axis, jnp.swapaxes(rot, -1, -2).reshape(-1, 3), jnp.eye(3, dtype=dtype)])
@@ -276,7 +276,7 @@ def forward_kinematics(model: Model, q: Array) -> Kinematics:
     geom_pos = pos[gb] + jnp.einsum("gij,gj->gi", rot[gb], model.geom_pos)
     geom_rot = rot[gb] @ math.quat_to_mat(model.geom_quat)
     return Kinematics(body_pos_w=pos, body_quat_w=quat, body_rot_w=rot, body_com_w=com,
-                      body_ref_w=ref, body_inertia6=inertia6, jnt_anchor_w=anchor,
+                      body_ref_w=ref, body_inertia=inertia, jnt_anchor_w=anchor,
                       jnt_axis_w=axis, dof_motion=dof_motion, geom_pos_w=geom_pos,
                       geom_rot_w=geom_rot)
 

@@ -156,23 +156,36 @@ def force_cross(v: Array, f: Array) -> Array:
     return jnp.concatenate([jnp.cross(w, fn) + jnp.cross(u, ff), jnp.cross(w, ff)], -1)
 
 
-def spatial_inertia(mass: Array, com: Array, inertia_com: Array) -> Array:
-    """6x6 spatial inertia about a reference point.
+def inertia_compact(mass: Array, com: Array, inertia_com: Array) -> Array:
+    """Compact spatial inertia about a reference point: (..., 13) =
+    ``[mass, mass * com (3), rotational inertia about the point (3x3, row-major)]``.
 
-    Args:
-      mass: (...,) kg.
-      com: (..., 3) centre of mass relative to the reference point, m.
-      inertia_com: (..., 3, 3) rotational inertia about the centre of mass, kg m^2,
-        in the same orientation as ``com``.
-
-    Returns:
-      (..., 6, 6) inertia mapping ``[omega; v_o]`` to momentum ``[L_o; p]``.
+    Composite inertias are sums of these vectors, and ``inertia_apply`` multiplies by a
+    motion vector with two cross products instead of a 6x6 product.
     """
     c = skew(com)
-    m = mass[..., None, None]
-    eye = jnp.eye(3, dtype=com.dtype)
-    top = jnp.concatenate([inertia_com - m * (c @ c), m * c], -1)
-    bottom = jnp.concatenate([-m * c, m * eye], -1)
+    rot = inertia_com - mass[..., None, None] * (c @ c)
+    return jnp.concatenate([mass[..., None], mass[..., None] * com,
+                            rot.reshape(rot.shape[:-2] + (9,))], -1)
+
+
+def inertia_apply(inertia: Array, motion: Array) -> Array:
+    """Momentum ``I v`` (force vector) of a compact inertia (..., 13) and a motion (..., 6)."""
+    m, h = inertia[..., 0:1], inertia[..., 1:4]
+    rot = inertia[..., 4:13].reshape(inertia.shape[:-1] + (3, 3))
+    w, u = motion[..., :3], motion[..., 3:]
+    return jnp.concatenate([jnp.einsum("...ij,...j->...i", rot, w) + jnp.cross(h, u),
+                            m * u - jnp.cross(h, w)], -1)
+
+
+def inertia_matrix(inertia: Array) -> Array:
+    """The (..., 6, 6) matrix of a compact inertia."""
+    m, h = inertia[..., 0], inertia[..., 1:4]
+    rot = inertia[..., 4:13].reshape(inertia.shape[:-1] + (3, 3))
+    hx = skew(h)
+    eye = jnp.eye(3, dtype=inertia.dtype)
+    top = jnp.concatenate([rot, hx], -1)
+    bottom = jnp.concatenate([-hx, m[..., None, None] * eye], -1)
     return jnp.concatenate([top, bottom], -2)
 
 
