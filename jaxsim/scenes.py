@@ -49,4 +49,4 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
 
 def pendulum_initial_q(model: Model, root_angle_deg: float = 60.0):
     """Initial configuration: root hinge at ``root_angle_deg``, the rest straight."""
-    return jnp.zeros(model.nq, model.dtype).at[0].set(np.deg2rad(root_angle_deg))
+    return jnp.zeros(model.nq, model.dtype).at[0].set(jnp.asarray(np.deg2rad(root_angle_deg), model.dtype))
