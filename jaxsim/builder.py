@@ -86,6 +86,12 @@ def mat_to_quat_np(r: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
+def mesh_edges(faces: np.ndarray) -> np.ndarray:
+    """Unique undirected edges (k, 2) of a triangle mesh."""
+    e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    return np.unique(np.sort(e, axis=1), axis=0)
+
+
 @dataclasses.dataclass
 class _Body:
     name: str
@@ -196,6 +202,7 @@ class ModelBuilder:
         self.actuators: list[_Actuator] = []
         self.tendons: list[_Tendon] = []
         self.equalities: list[_Equality] = []
+        self.excludes: list[tuple[str, str]] = []
         self._names: dict[str, set] = {k: set() for k in ("body", "joint", "geom", "actuator",
                                                           "tendon", "equality")}
 
@@ -460,6 +467,10 @@ class ModelBuilder:
         self.equalities.append(_Equality(name, type, obj1, obj2, _vec(polycoef, 5, f"equality {name!r} polycoef")))
         return name
 
+    def add_exclude(self, body1: str, body2: str) -> None:
+        """Never collide the geoms of ``body1`` with those of ``body2``."""
+        self.excludes.append((body1, body2))
+
     # ------------------------------------------------------------------- build
 
     def _body_order(self) -> list[_Body]:
@@ -581,6 +592,13 @@ class ModelBuilder:
             eq_obj1.append(table[e.obj1])
             eq_obj2.append(-1 if e.obj2 is None else table[e.obj2])
 
+        exclude = []
+        for b1, b2 in self.excludes:
+            for b in (b1, b2):
+                if b not in bid:
+                    raise ModelError(f"contact exclude ({b1!r}, {b2!r}): unknown body {b!r}")
+            exclude.append(tuple(sorted((bid[b1], bid[b2]))))
+
         # geoms
         for g in self.geoms:
             if g.body not in bid:
@@ -589,10 +607,13 @@ class ModelBuilder:
         maxf = max([1] + [len(f) for _, f in self.meshes])
         mesh_vert = np.zeros((len(self.meshes), maxv, 3))
         mesh_face = np.zeros((len(self.meshes), maxf, 3), dtype=np.int32)
+        edges = [mesh_edges(f) for _, f in self.meshes]
+        mesh_edge = np.zeros((len(self.meshes), max([1] + [len(e) for e in edges]), 2), dtype=np.int32)
         for m_i, (v, f) in enumerate(self.meshes):
             mesh_vert[m_i, :len(v)] = v
             mesh_vert[m_i, len(v):] = v[0]  # pad with a real vertex: harmless in max/min
             mesh_face[m_i, :len(f)] = f
+            mesh_edge[m_i, :len(edges[m_i])] = edges[m_i]
 
         maxh = max([1] + [h.size for _, h in self.hfields])
         hfield_data = np.zeros((len(self.hfields), maxh))
@@ -619,6 +640,7 @@ class ModelBuilder:
             geom_name=tuple(g.name for g in self.geoms),
             mesh_nvert=tuple(len(v) for v, _ in self.meshes),
             mesh_nface=tuple(len(f) for _, f in self.meshes),
+            mesh_nedge=tuple(len(e) for e in edges),
             hfield_nrow=tuple(h.shape[0] for _, h in self.hfields),
             hfield_ncol=tuple(h.shape[1] for _, h in self.hfields),
             actuator_dyntype=tuple(int(a.dyntype) for a in self.actuators),
@@ -631,6 +653,7 @@ class ModelBuilder:
             tendon_name=tuple(t.name for t in self.tendons),
             eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(eq_obj1),
             eq_obj2=tuple(eq_obj2), eq_name=tuple(e.name for e in self.equalities),
+            exclude=tuple(sorted(set(exclude))),
         )
 
         def arr(x, shape=None):
@@ -675,6 +698,7 @@ class ModelBuilder:
             geom_rgba=arr([g.rgba for g in self.geoms], (len(self.geoms), 4)),
             mesh_vert=arr(mesh_vert),
             mesh_face=jnp.asarray(mesh_face),
+            mesh_edge=jnp.asarray(mesh_edge),
             hfield_size=arr([hs for hs, _ in self.hfields], (len(self.hfields), 4)),
             hfield_data=arr(hfield_data),
             actuator_moment=arr(moment, (nu, nv)),

@@ -120,6 +120,7 @@ class Topology:
     geom_name: tuple = static()
     mesh_nvert: tuple = static()
     mesh_nface: tuple = static()
+    mesh_nedge: tuple = static()
     hfield_nrow: tuple = static()
     hfield_ncol: tuple = static()
     actuator_dyntype: tuple = static()  # DynType values
@@ -134,6 +135,7 @@ class Topology:
     eq_obj1: tuple = static()  # joint / tendon ids
     eq_obj2: tuple = static()  # -1 for "keep at its reference value"
     eq_name: tuple = static()
+    exclude: tuple = static(())  # (body1, body2) pairs whose geoms never collide
 
 
 @pytree_dataclass
@@ -187,6 +189,7 @@ class Model:
     geom_rgba: Array  # (ngeom, 4)
     mesh_vert: Array  # (nmesh, maxvert, 3) m, convex polyhedra in the geom frame, padded
     mesh_face: Array  # (nmesh, maxface, 3) int triangle vertex ids, padded with 0
+    mesh_edge: Array  # (nmesh, maxedge, 2) int vertex ids of the polyhedron's edges, padded with 0
     hfield_size: Array  # (nhfield, 4) m: half x, half y, top z, base depth (MuJoCo's size)
     hfield_data: Array  # (nhfield, max nrow*ncol) heights in [0, 1], row-major, padded
     # actuators: force = gain * (act or ctrl) + bias . (1, length, velocity)
@@ -242,6 +245,37 @@ class Model:
 
     def actuator_id(self, name: str) -> int:
         return _index(self.topo.actuator_name, name, "actuator")
+
+
+@pytree_dataclass
+class Contacts:
+    """Fixed-capacity contact buffer: ``ncon`` slots sized at model build.
+
+    Slot ``k`` always belongs to the same geom pair (``geom1[k] < geom2[k]`` in geom-type
+    order, MuJoCo's convention); inactive slots hold finite values and exert nothing.
+
+    Attributes:
+      active: (ncon,) bool.
+      pos_w: (ncon, 3) m, contact point midway between the two surfaces.
+      normal_w: (ncon, 3) unit normal pointing from geom1 into geom2.
+      depth: (ncon,) m, penetration (> 0 when overlapping).
+      frame_w: (ncon, 3, 3) rows: normal, tangent 1, tangent 2 (right-handed).
+      geom1, geom2: (ncon,) int32 geom ids.
+      feature: (ncon,) int32 id of the touching feature within the pair (vertex,
+        edge pair, ...); stable from step to step while that feature stays in contact.
+      overflow: () int32, contacts dropped this step because a pair had more candidates
+        than slots (the deepest are kept).
+    """
+
+    active: Array
+    pos_w: Array
+    normal_w: Array
+    depth: Array
+    frame_w: Array
+    geom1: Array
+    geom2: Array
+    feature: Array
+    overflow: Array
 
 
 @pytree_dataclass

@@ -302,4 +302,6 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
         o2 = int(m.eq_obj2id[e])
         b.add_equality(_name(m, obj.mjOBJ_EQUALITY, e, "equality"), "joint" if is_joint else "tendon",
                        names[m.eq_obj1id[e]], None if o2 < 0 else names[o2], polycoef=m.eq_data[e, :5])
+    for sig in np.asarray(getattr(m, "exclude_signature", [])):
+        b.add_exclude(body_names[int(sig) >> 16], body_names[int(sig) & 0xFFFF])
     return b.build(dtype)

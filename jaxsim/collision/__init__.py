@@ -1,0 +1,1 @@
+"""Collision geometry: contact volumes and contact polygons of convex shapes."""

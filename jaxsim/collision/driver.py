@@ -1,0 +1,132 @@
+"""``collide(model, kin) -> Contacts``: the collision stage.
+
+Pairs are grouped by kind (pair table in ``pairs.py``); each group runs one vmapped
+narrow-phase function and writes its fixed block of contact slots, so the buffer has a
+static size and every slot keeps its pair from step to step. A bounding-sphere test
+masks pairs that cannot touch (it does not skip their computation: shapes are static).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import math
+from jaxsim.builder import ModelError
+from jaxsim.collision import convex, primitives
+from jaxsim.collision.pairs import pair_plan
+from jaxsim.kinematics import Kinematics
+from jaxsim.types import Contacts, GeomType, Model
+
+G = GeomType
+Array = jax.Array
+
+
+def contact_frame(normal: Array) -> Array:
+    """(..., 3, 3) rows (normal, tangent1, tangent2), right-handed."""
+    ax = jnp.abs(normal)
+    ex = jnp.asarray([1.0, 0.0, 0.0], normal.dtype)
+    ey = jnp.asarray([0.0, 1.0, 0.0], normal.dtype)
+    ez = jnp.asarray([0.0, 0.0, 1.0], normal.dtype)
+    # the world axis least aligned with the normal gives a well-conditioned tangent
+    ref = jnp.where((ax[..., :1] <= ax[..., 1:2]) & (ax[..., :1] <= ax[..., 2:]), ex,
+                    jnp.where(ax[..., 1:2] <= ax[..., 2:], ey, ez))
+    t1 = math.normalize(jnp.cross(normal, ref))
+    t2 = jnp.cross(normal, t1)
+    return jnp.stack([normal, t1, t2], -2)
+
+
+def _mesh_inputs(model: Model, geoms: np.ndarray):
+    topo = model.topo
+    mids = np.asarray(topo.geom_mesh)[geoms]
+    nv, nf, ne = (np.asarray(c)[mids] for c in (topo.mesh_nvert, topo.mesh_nface, topo.mesh_nedge))
+    mask = lambda counts, size: jnp.asarray(np.arange(size)[None] < counts[:, None])  # noqa: E731
+    return (model.mesh_vert[mids], model.mesh_face[mids], model.mesh_edge[mids],
+            mask(nv, model.mesh_vert.shape[1]), mask(nf, model.mesh_face.shape[1]),
+            mask(ne, model.mesh_edge.shape[1]))
+
+
+def _polytopes(model: Model, kin: Kinematics, geoms: np.ndarray):
+    """Batched world polytopes of box or convex geoms (all of one type)."""
+    pos, rot = kin.geom_pos_w[geoms], kin.geom_rot_w[geoms]
+    if model.topo.geom_type[geoms[0]] == G.BOX:
+        return jax.vmap(convex.box_polytope)(pos, rot, model.geom_size[geoms])
+    return jax.vmap(convex.mesh_polytope)(pos, rot, *_mesh_inputs(model, geoms))
+
+
+def _bound_radius(model: Model) -> Array:
+    """(ngeom,) radius of a sphere about each geom origin containing it (inf: plane)."""
+    topo, size = model.topo, model.geom_size
+    gtype = np.asarray(topo.geom_type)
+    r = jnp.full((topo.ngeom,), jnp.inf, size.dtype)
+    r = jnp.where(jnp.asarray(gtype == G.SPHERE), size[:, 0], r)
+    r = jnp.where(jnp.asarray(gtype == G.CAPSULE), size[:, 0] + size[:, 1], r)
+    r = jnp.where(jnp.asarray(gtype == G.BOX), math.safe_norm(size), r)
+    if topo.nmesh:
+        mesh_r = jnp.max(math.safe_norm(model.mesh_vert), -1)
+        r = jnp.where(jnp.asarray(gtype == G.CONVEX), mesh_r[np.maximum(np.asarray(topo.geom_mesh), 0)], r)
+    return r
+
+
+def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int):
+    p1, r1, s1 = kin.geom_pos_w[g1], kin.geom_rot_w[g1], model.geom_size[g1]
+    p2, r2, s2 = kin.geom_pos_w[g2], kin.geom_rot_w[g2], model.geom_size[g2]
+    v = jax.vmap
+    if kind == (G.PLANE, G.SPHERE):
+        return v(primitives.plane_sphere)(p1, r1, p2, s2[:, 0])
+    if kind == (G.PLANE, G.CAPSULE):
+        return v(primitives.plane_capsule)(p1, r1, p2, r2, s2[:, 0], s2[:, 1])
+    if kind in ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX)):
+        poly = _polytopes(model, kin, g2)
+        return v(primitives.plane_vertices, (0, 0, 0, 0, None))(p1, r1, poly.vert, poly.vert_mask, nslot)
+    if kind == (G.SPHERE, G.SPHERE):
+        return v(primitives.sphere_sphere)(p1, s1[:, 0], p2, s2[:, 0])
+    if kind == (G.SPHERE, G.CAPSULE):
+        return v(primitives.sphere_capsule)(p1, s1[:, 0], p2, r2, s2[:, 0], s2[:, 1])
+    if kind == (G.CAPSULE, G.CAPSULE):
+        return v(primitives.capsule_capsule)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2[:, 0], s2[:, 1])
+    if kind == (G.SPHERE, G.BOX):
+        from jaxsim.collision import box_primitives
+        return v(box_primitives.sphere_box)(p1, s1[:, 0], p2, r2, s2)
+    if kind == (G.CAPSULE, G.BOX):
+        from jaxsim.collision import box_primitives
+        return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2)
+    a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
+    return v(convex.polytope_contacts, (0, 0, None))(a, b, nslot)
+
+
+def collide(model: Model, kin: Kinematics) -> Contacts:
+    """Contacts of every collidable geom pair at the configuration of ``kin``."""
+    plan = pair_plan(model.topo)
+    if plan.unsupported:
+        g1, g2, kind = plan.unsupported[0]
+        names = model.topo.geom_name
+        raise ModelError(f"geoms {names[g1]!r} and {names[g2]!r}: no collision routine for "
+                         f"{kind[0].name.lower()}-{kind[1].name.lower()} pairs yet "
+                         f"({len(plan.unsupported)} such pairs); exclude them with contype/conaffinity")
+    dtype = kin.geom_pos_w.dtype
+    bound = _bound_radius(model)
+    parts = []
+    for grp in plan.groups:
+        depth, pos, normal, feature, valid, ncand = _narrow_phase(
+            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot)
+        near = (math.safe_norm(kin.geom_pos_w[grp.geom1] - kin.geom_pos_w[grp.geom2])
+                <= bound[grp.geom1] + bound[grp.geom2])
+        valid = valid & near[:, None]
+        overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - grp.nslot, 0), 0))
+        ids = lambda g: jnp.asarray(np.repeat(g, grp.nslot), jnp.int32)  # noqa: E731
+        parts.append((valid.reshape(-1), pos.reshape(-1, 3), normal.reshape(-1, 3),
+                      depth.reshape(-1), ids(grp.geom1), ids(grp.geom2),
+                      feature.reshape(-1), overflow))
+    if not parts:
+        z = jnp.zeros((0,), dtype)
+        return Contacts(active=jnp.zeros((0,), bool), pos_w=jnp.zeros((0, 3), dtype),
+                        normal_w=jnp.zeros((0, 3), dtype), depth=z, frame_w=jnp.zeros((0, 3, 3), dtype),
+                        geom1=jnp.zeros((0,), jnp.int32), geom2=jnp.zeros((0,), jnp.int32),
+                        feature=jnp.zeros((0,), jnp.int32), overflow=jnp.zeros((), jnp.int32))
+    cat = lambda i: jnp.concatenate([p[i] for p in parts])  # noqa: E731
+    normal = cat(2)
+    return Contacts(active=cat(0), pos_w=cat(1), normal_w=normal, depth=cat(3),
+                    frame_w=contact_frame(normal), geom1=cat(4), geom2=cat(5), feature=cat(6),
+                    overflow=sum(p[7] for p in parts).astype(jnp.int32))

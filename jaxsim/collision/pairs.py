@@ -1,0 +1,101 @@
+"""The static pair table: which geom pairs may collide and how many contact slots each
+gets. Built once per Topology (cached), so the contact buffer size ``ncon`` is static.
+
+Filtering follows MuJoCo: geoms on bodies welded together (same ``weld`` body: the
+nearest ancestor with a joint, or the world) never collide; a body never collides with
+its parent body unless the parent is the world; the contype/conaffinity bit test must
+pass; excluded body pairs (MJCF ``<contact><exclude>``) are skipped; static geoms never
+collide with each other.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxsim.types import GeomType, Topology
+
+G = GeomType
+# contact slots per pair kind (geom1 type <= geom2 type)
+SLOTS = {
+    (G.PLANE, G.SPHERE): 1,
+    (G.PLANE, G.CAPSULE): 2,
+    (G.PLANE, G.BOX): 4,
+    (G.PLANE, G.CONVEX): 8,
+    (G.SPHERE, G.SPHERE): 1,
+    (G.SPHERE, G.CAPSULE): 1,
+    (G.CAPSULE, G.CAPSULE): 1,
+    (G.SPHERE, G.BOX): 1,
+    (G.CAPSULE, G.BOX): 2,
+    (G.BOX, G.BOX): 8,
+    (G.BOX, G.CONVEX): 8,
+    (G.CONVEX, G.CONVEX): 8,
+}
+
+
+class PairGroup(NamedTuple):
+    """All candidate pairs of one kind."""
+
+    kind: tuple  # (GeomType, GeomType)
+    geom1: np.ndarray  # (npair,)
+    geom2: np.ndarray  # (npair,)
+    slot0: np.ndarray  # (npair,) first contact slot of each pair
+    nslot: int  # slots per pair
+
+
+class PairPlan(NamedTuple):
+    groups: tuple  # PairGroup per kind, in SLOTS order
+    ncon: int
+    unsupported: tuple  # ((geom1, geom2, kind), ...) pairs with no narrow phase yet
+
+
+def weld_bodies(topo: Topology) -> np.ndarray:
+    """(nbody,) the body each body is rigidly welded to (itself if it has a joint)."""
+    weld = np.zeros(topo.nbody, int)
+    for b in range(1, topo.nbody):
+        weld[b] = b if topo.body_jntnum[b] > 0 else weld[topo.body_parent[b]]
+    return weld
+
+
+def may_collide(topo: Topology, g1: int, g2: int, weld: np.ndarray) -> bool:
+    b1, b2 = topo.geom_body[g1], topo.geom_body[g2]
+    w1, w2 = weld[b1], weld[b2]
+    if w1 == w2:
+        return False  # same rigid body, or both static
+    if not (topo.geom_contype[g1] & topo.geom_conaffinity[g2] or
+            topo.geom_contype[g2] & topo.geom_conaffinity[g1]):
+        return False
+    p1, p2 = weld[topo.body_parent[w1]] if w1 else -1, weld[topo.body_parent[w2]] if w2 else -1
+    if (p1 == w2 and w2 != 0) or (p2 == w1 and w1 != 0):
+        return False  # parent-child
+    if tuple(sorted((b1, b2))) in topo.exclude:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def pair_plan(topo: Topology) -> PairPlan:
+    weld = weld_bodies(topo)
+    by_kind: dict = {k: [] for k in SLOTS}
+    unsupported = []
+    for g1 in range(topo.ngeom):
+        for g2 in range(g1 + 1, topo.ngeom):
+            if not may_collide(topo, g1, g2, weld):
+                continue
+            a, b = (g1, g2) if topo.geom_type[g1] <= topo.geom_type[g2] else (g2, g1)
+            kind = (G(topo.geom_type[a]), G(topo.geom_type[b]))
+            if kind in by_kind:
+                by_kind[kind].append((a, b))
+            elif kind != (G.PLANE, G.PLANE):
+                unsupported.append((a, b, kind))
+    groups, slot = [], 0
+    for kind, pairs in by_kind.items():
+        if not pairs:
+            continue
+        n = SLOTS[kind]
+        arr = np.asarray(pairs, dtype=np.int32)
+        groups.append(PairGroup(kind, arr[:, 0], arr[:, 1], slot + n * np.arange(len(pairs)), n))
+        slot += n * len(pairs)
+    return PairPlan(tuple(groups), slot, tuple(unsupported))
