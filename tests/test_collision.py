@@ -307,3 +307,73 @@ def test_jit_vmap_float32_and_gradients():
     # shallows the box-box contacts: d(sum)/dz = -4 + (number of box-box contacts)
     nbb = int(np.sum(np.asarray(jitted.active) & (np.asarray(jitted.geom1) != 0)))
     np.testing.assert_allclose(float(g[2]), -4 + nbb, atol=1e-9)
+
+
+def _mesh_box_xml(body_geom, body_pos, body_quat):
+    corners = " ".join(f"{x} {y} {z}" for x in (-.1, .1) for y in (-.15, .15) for z in (-.05, .05))
+    return f"""<mujoco><asset><mesh name="m" vertex="{corners}"/></asset><worldbody>
+    <body name="block" pos="0 0 0" euler="0.2 -0.1 0.3"><freejoint/><geom type="mesh" mesh="m"/></body>
+    <body name="probe" pos="{body_pos}" quat="{body_quat}"><freejoint/>{body_geom}</body>
+    </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("geom", ['<geom type="sphere" size=".04"/>',
+                                  '<geom type="capsule" size=".03 .08"/>'])
+def test_sphere_and_capsule_against_convex_mesh(geom):
+    """A box-shaped convex mesh collides like the analytic box: the probe's deepest
+    depth equals the exact depth computed from the box's signed distance in NumPy."""
+    rng = np.random.default_rng(3)
+    rot = None
+    f = None
+    hits = 0
+    for _ in range(60):
+        pos = rng.uniform(-0.2, 0.2, 3)
+        quat = random_quat(rng)
+        model = load_mjcf(_mesh_box_xml(geom, " ".join(map(str, pos)), " ".join(map(str, quat))), dtype=jnp.float64)
+        f = f or jax.jit(lambda m, q: (collide(m, jaxsim.forward_kinematics(m, q)), jaxsim.forward_kinematics(m, q)))
+        c, kin = f(model, model.qpos0)
+        rot = np.asarray(kin.geom_rot_w[0])
+        centre = np.asarray(kin.geom_pos_w[0])
+        # MuJoCo re-centres a mesh on its principal axes: read the extents back
+        half = np.abs(np.asarray(model.mesh_vert[0])).max(0)
+        np.testing.assert_allclose(np.sort(half), [0.05, 0.1, 0.15], atol=1e-9)
+
+        def box_sd(p):  # exact signed distance of a point to the box, in NumPy
+            local = rot.T @ (p - centre)
+            q = np.abs(local) - half
+            return np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0)
+
+        gtype = model.topo.geom_type[1]
+        r = float(model.geom_size[1, 0])
+        if gtype == jaxsim.GeomType.SPHERE:
+            expected = r - box_sd(np.asarray(kin.geom_pos_w[1]))
+        else:
+            h = float(model.geom_size[1, 1])
+            axis = np.asarray(kin.geom_rot_w[1])[:, 2]
+            from scipy.optimize import minimize_scalar  # the distance is convex along the axis
+            best = minimize_scalar(lambda t: box_sd(np.asarray(kin.geom_pos_w[1]) + t * axis),
+                                   bounds=(-h, h), method="bounded", options={"xatol": 1e-12})
+            expected = r - min(best.fun, box_sd(np.asarray(kin.geom_pos_w[1]) - h * axis),
+                               box_sd(np.asarray(kin.geom_pos_w[1]) + h * axis))
+        act = np.asarray(c.active)
+        if expected < -1e-6:
+            assert not act.any()
+            continue
+        if expected > 1e-6:
+            hits += 1
+            assert act.any()
+            np.testing.assert_allclose(np.asarray(c.depth)[act].max(), expected, atol=1e-7)
+    assert hits > 10
+
+
+def test_capsule_flat_on_convex_mesh_has_two_contacts():
+    corners = " ".join(f"{x} {y} {z}" for x in (-.5, .5) for y in (-.5, .5) for z in (-.1, 0))
+    xml = f"""<mujoco><asset><mesh name="slab" vertex="{corners}"/></asset><worldbody>
+    <geom type="mesh" mesh="slab"/>
+    <body pos="0.1 0 0.028" euler="0 90 0"><freejoint/><geom type="capsule" size=".03 .1"/></body>
+    </worldbody></mujoco>"""
+    model = load_mjcf(xml, dtype=jnp.float64)
+    c = active(contacts_of(model))
+    np.testing.assert_allclose(np.sort(c["depth"]), [0.002, 0.002], atol=1e-9)
+    np.testing.assert_allclose(np.sort(c["pos_w"][:, 0]), [0.0, 0.2], atol=1e-6)
+    np.testing.assert_allclose(c["normal_w"], np.tile([0, 0, -1.0], (2, 1)), atol=1e-9)  # capsule into slab

@@ -151,18 +151,20 @@ def _slot_params(c: Array, d: Array, size: Array, tol: Array) -> tuple[Array, Ar
     """
     c, d = jax.lax.stop_gradient(c), jax.lax.stop_gradient(d)
     t_deep = _deepest_t(c, d, size)
-    # the feature at the deepest point: points within tol of a face plane are on the face;
-    # inside, near-tied push-out faces go to the face most parallel to the segment
+    # the face along which to look for the second slot: of the faces touched at the deepest
+    # point (or, inside, of the nearest faces) the one most parallel to the segment;
+    # points within tol of a face plane count as on the face
     p = c + t_deep * d
     clamped = jnp.abs(p) > size + tol
-    inside = ~jnp.any(clamped)
-    push_axis = _nearest_face(p, size, jnp.abs(d), tol) % 3
-    free = ~clamped & ~(inside & (jnp.arange(3) == push_axis))
-    # interval of t keeping |c_j + t d_j| <= s_j on the free axes
-    ok = free & (d != 0)
+    inside_axis = jax.nn.one_hot(_nearest_face(p, size, jnp.abs(d), tol) % 3, 3, dtype=bool)
+    touched = jnp.where(jnp.any(clamped), clamped, inside_axis)
+    face_axis = jnp.argmin(jnp.where(touched, jnp.abs(d), jnp.inf))
+    # the interval of t over that face (in the slabs of the two other axes, dropping a slab
+    # the segment never meets: a capsule along an edge), extended to t_deep
     e0, e1 = _div(-size - c, d), _div(size - c, d)
-    lo = jnp.where(ok, jnp.minimum(e0, e1), -1.0)
-    hi = jnp.where(ok, jnp.maximum(e0, e1), 1.0)
+    lo, hi = jnp.minimum(e0, e1), jnp.maximum(e0, e1)
+    ok = (jnp.arange(3) != face_axis) & (d != 0) & (lo <= 1.0) & (hi >= -1.0)
+    lo, hi = jnp.where(ok, lo, -1.0), jnp.where(ok, hi, 1.0)
     ta = jnp.minimum(jnp.clip(jnp.max(lo), -1.0, 1.0), t_deep)
     tb = jnp.maximum(jnp.clip(jnp.min(hi), -1.0, 1.0), t_deep)
     sdf = _box_sdf(c + jnp.stack([ta, tb, t_deep])[:, None] * d, size)

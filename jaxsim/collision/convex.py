@@ -147,3 +147,88 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
     _, idx = jax.lax.top_k(jnp.where(found, depth, -jnp.inf), nslot)
     return (jnp.maximum(depth[idx], 0.0), pos[idx], jnp.broadcast_to(normal, (nslot, 3)),
             idx.astype(jnp.int32), found[idx], jnp.sum(found).astype(jnp.int32))
+
+
+def _closest_on_triangle(p: Array, a: Array, b: Array, c: Array) -> Array:
+    """Closest point to p on triangle abc: the plane projection when it falls inside,
+    else the closest of the three edges."""
+    from jaxsim.collision.primitives import closest_point_on_segment
+
+    n = jnp.cross(b - a, c - a)
+    nn = jnp.maximum(jnp.dot(n, n), 1e-30)
+    proj = p - jnp.dot(p - a, n) / nn * n
+    inside = ((jnp.dot(jnp.cross(b - a, proj - a), n) >= 0) & (jnp.dot(jnp.cross(c - b, proj - b), n) >= 0)
+              & (jnp.dot(jnp.cross(a - c, proj - c), n) >= 0))
+    edges = jnp.stack([closest_point_on_segment(p, a, b), closest_point_on_segment(p, b, c),
+                       closest_point_on_segment(p, c, a)])
+    best_edge = edges[jnp.argmin(jnp.sum((edges - p) ** 2, -1))]
+    return jnp.where(inside, proj, best_edge)
+
+
+def signed_distance(poly: Polytope, face: Array, p: Array) -> tuple[Array, Array]:
+    """Exact signed distance from p (3,) to a convex mesh and the outward unit direction
+    from the surface to p (negative inside: the nearest face plane).
+
+    Args:
+      poly: the mesh as a Polytope (world frame); face: (F, 3) its triangles.
+    """
+    slack = p @ poly.normal.T - poly.offset
+    slack = jnp.where(poly.face_mask, slack, -jnp.inf)
+    nearest = jnp.argmax(slack)
+    inside = slack[nearest] <= 0
+    tri = poly.vert[face]  # (F, 3, 3)
+    closest = jax.vmap(_closest_on_triangle, (None, 0, 0, 0))(p, tri[:, 0], tri[:, 1], tri[:, 2])
+    d2 = jnp.where(poly.face_mask, jnp.sum((closest - p) ** 2, -1), jnp.inf)
+    k = jnp.argmin(d2)
+    out_dist = math.safe_norm(p - closest[k])
+    out_dir = jnp.where(out_dist > 1e-12, (p - closest[k]) / jnp.where(out_dist > 1e-12, out_dist, 1.0),
+                        poly.normal[nearest])
+    return jnp.where(inside, slack[nearest], out_dist), jnp.where(inside, poly.normal[nearest], out_dir)
+
+
+def sphere_convex(center, radius, poly: Polytope, face):
+    """Sphere (geom1) against a convex mesh (geom2): one contact."""
+    dist, out = signed_distance(poly, face, center)
+    depth = radius - dist
+    pos = center - out * 0.5 * (radius + dist)
+    return (depth[None], pos[None], -out[None], jnp.zeros(1, jnp.int32), (depth >= 0)[None],
+            (depth >= 0).astype(jnp.int32))
+
+
+GOLDEN_ITERS = 40
+
+
+def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face):
+    """Capsule (geom1) against a convex mesh (geom2): two contacts.
+
+    Candidates: both segment ends, and the segment's deepest point (the signed distance
+    is convex along the segment; golden-section search with a fixed iteration count).
+    The two deepest are kept (a capsule lying on a face gets both ends).
+    """
+    from jaxsim.collision.primitives import capsule_segment
+
+    a, b = capsule_segment(cap_pos, cap_rot, half_length)
+    dist = lambda t: signed_distance(poly, face, a + t * (b - a))[0]  # noqa: E731
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+
+    def body(_, bracket):
+        lo, hi = bracket
+        x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        left = dist(x1) < dist(x2)
+        return jnp.where(left, lo, x1), jnp.where(left, x2, hi)
+
+    lo, hi = jax.lax.fori_loop(0, GOLDEN_ITERS, body, (jnp.zeros((), a.dtype), jnp.ones((), a.dtype)))
+    t_mid = jax.lax.stop_gradient(0.5 * (lo + hi))
+    ts = jnp.stack([jnp.zeros((), a.dtype), jnp.ones((), a.dtype), t_mid])
+    pts = a + ts[:, None] * (b - a)
+    d, out = jax.vmap(lambda p: signed_distance(poly, face, p))(pts)
+    depth = radius - d
+    # the interior point counts only when strictly deeper than both ends (a capsule
+    # lying on a face keeps its two ends)
+    tol = 1e-9 if a.dtype == jnp.float64 else 1e-5
+    interior = (t_mid > 1e-3) & (t_mid < 1 - 1e-3) & (depth[2] > jnp.maximum(depth[0], depth[1]) + tol * half_length)
+    found = (depth >= 0) & jnp.array([True, True, False]).at[2].set(interior)
+    _, idx = jax.lax.top_k(jnp.where(found, depth, -jnp.inf), 2)
+    pos = pts - out * (0.5 * (radius + d))[:, None]
+    return (depth[idx], pos[idx], -out[idx], idx.astype(jnp.int32), found[idx],
+            jnp.sum(found).astype(jnp.int32))

@@ -92,6 +92,11 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     if kind == (G.CAPSULE, G.BOX):
         from jaxsim.collision import box_primitives
         return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2)
+    if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
+        poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
+        if kind[0] == G.SPHERE:
+            return v(convex.sphere_convex)(p1, s1[:, 0], poly, face)
+        return v(convex.capsule_convex)(p1, r1, s1[:, 0], s1[:, 1], poly, face)
     a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
     return v(convex.polytope_contacts, (0, 0, None))(a, b, nslot)
 

@@ -29,6 +29,8 @@ SLOTS = {
     (G.CAPSULE, G.CAPSULE): 1,
     (G.SPHERE, G.BOX): 1,
     (G.CAPSULE, G.BOX): 2,
+    (G.SPHERE, G.CONVEX): 1,
+    (G.CAPSULE, G.CONVEX): 2,
     (G.BOX, G.BOX): 8,
     (G.BOX, G.CONVEX): 8,
     (G.CONVEX, G.CONVEX): 8,
