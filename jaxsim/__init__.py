@@ -1,18 +1,20 @@
 """jaxsim: a GPU-vectorized, differentiable rigid-body robot simulator in pure JAX."""
 
 from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.collision.driver import collide
 from jaxsim.dynamics import (bias_forces, forward_dynamics_aba, forward_dynamics_crba,
                              inverse_dynamics, mass_matrix)
 from jaxsim.kinematics import (Kinematics, body_jacobian, body_velocities, forward_kinematics,
                                point_jacobian)
 from jaxsim.step import accelerations, make_state, rollout, rollout_policy, step
-from jaxsim.types import (DynType, GeomType, JointType, Model, Options, State, Topology,
-                          batch_models, cast_floats)
+from jaxsim.types import (Contacts, DynType, GeomType, JointType, Model, Options, State,
+                          Topology, batch_models, cast_floats)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ModelBuilder", "ModelError", "Model", "Options", "State", "Topology", "Kinematics",
+    "Contacts", "collide",
     "JointType", "GeomType", "DynType", "batch_models", "cast_floats",
     "forward_kinematics", "body_velocities", "point_jacobian", "body_jacobian",
     "mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics_aba",

@@ -377,3 +377,25 @@ def test_capsule_flat_on_convex_mesh_has_two_contacts():
     np.testing.assert_allclose(np.sort(c["depth"]), [0.002, 0.002], atol=1e-9)
     np.testing.assert_allclose(np.sort(c["pos_w"][:, 0]), [0.0, 0.2], atol=1e-6)
     np.testing.assert_allclose(c["normal_w"], np.tile([0, 0, -1.0], (2, 1)), atol=1e-9)  # capsule into slab
+
+
+def test_driver_sphere_and_capsule_on_box():
+    b = jaxsim.ModelBuilder()
+    b.add_geom("world", "box", (0.5, 0.5, 0.1), pos=(0, 0, -0.1), name="table")
+    b.add_body("ball", pos=(0.2, 0, 0.05 - 1e-3), mass=0.1, inertia=(1e-4,) * 3)
+    b.add_joint("ball", "free")
+    b.add_geom("ball", "sphere", (0.05,), name="ball")
+    b.add_body("rod", pos=(-0.2, 0, 0.02 - 2e-3), quat=quat_axis_angle([1, 0, 0], np.pi / 2), mass=0.1,
+               inertia=(1e-4,) * 3)
+    b.add_joint("rod", "free")
+    b.add_geom("rod", "capsule", (0.02, 0.1), name="rod")
+    m = b.build(jnp.float64)
+    c = active(contacts_of(m))
+    names = m.topo.geom_name
+    by = {}
+    for g1, g2, d, n in zip(c["geom1"], c["geom2"], c["depth"], c["normal_w"]):
+        by.setdefault((names[g1], names[g2]), []).append((d, n))
+    np.testing.assert_allclose([d for d, _ in by[("ball", "table")]], [1e-3], atol=1e-12)
+    np.testing.assert_allclose([d for d, _ in by[("rod", "table")]], [2e-3, 2e-3], atol=1e-12)
+    for d, n in by[("ball", "table")] + by[("rod", "table")]:
+        np.testing.assert_allclose(n, [0, 0, -1], atol=1e-12)  # from the probe into the table

@@ -26,9 +26,14 @@ NPOSE = 500
 DEPTH_TOL = 1e-5  # m
 NORMAL_TOL = 1e-3  # rad
 
+sphere_jit, capsule_jit = jax.jit(sphere_box), jax.jit(capsule_box)
+sphere_vmap, capsule_vmap = jax.jit(jax.vmap(sphere_box)), jax.jit(jax.vmap(capsule_box))
+
 XML = """<mujoco><option><flag gravity="disable"/></option><worldbody>
-<body><freejoint/><geom type="{kind}" size="{size1}" margin="0" contype="1" conaffinity="1"/></body>
-<body><freejoint/><geom type="box" size="{size2}" margin="0" contype="1" conaffinity="1"/></body>
+<body><freejoint/>
+  <geom type="{kind}" size="{size1}" margin="0" contype="1" conaffinity="1"/></body>
+<body><freejoint/>
+  <geom type="box" size="{size2}" margin="0" contype="1" conaffinity="1"/></body>
 </worldbody></mujoco>"""
 
 
@@ -45,6 +50,16 @@ def mujoco_contacts(kind, size1, pos1, rot1, size2, pos2, rot2):
         normal = c.frame[:3] * (1.0 if c.geom[0] == 0 else -1.0)
         out.append((-c.dist, c.pos.copy(), normal))
     return out
+
+
+I3 = np.eye(3)
+SIZE = np.array([0.3, 0.2, 0.1])  # the box of the hand-made cases
+
+
+def axis_rot(axis):
+    """A rotation taking local z onto ``axis``."""
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return Rotation.align_vectors([axis], [[0.0, 0.0, 1.0]])[0].as_matrix()
 
 
 def box_sdf(p, size):
@@ -78,13 +93,12 @@ def stack(poses):
 
 
 def run_sphere(b):
-    return jax.jit(jax.vmap(sphere_box))(b["pos"], b["radius"], b["box_pos"], b["box_rot"],
-                                         b["box_size"])
+    return sphere_vmap(b["pos"], b["radius"], b["box_pos"], b["box_rot"], b["box_size"])
 
 
 def run_capsule(b):
-    return jax.jit(jax.vmap(capsule_box))(b["pos"], b["rot"], b["radius"], b["half_length"],
-                                          b["box_pos"], b["box_rot"], b["box_size"])
+    return capsule_vmap(b["pos"], b["rot"], b["radius"], b["half_length"], b["box_pos"],
+                        b["box_rot"], b["box_size"])
 
 
 def mujoco_for(kind, pose):
@@ -95,7 +109,7 @@ def mujoco_for(kind, pose):
 
 def compare(kind, poses, ours):
     """Max depth / normal / position errors of our deepest valid contact vs MuJoCo's."""
-    depth, pos, normal, _, valid = map(np.asarray, ours)
+    depth, pos, normal, _, valid, _ = map(np.asarray, ours)
     errs, ncontact = [], 0
     for i, pose in enumerate(poses):
         ref = mujoco_for(kind, pose)
@@ -140,7 +154,7 @@ def test_capsule_box_deepest_point_oracle():
     point (oracle), and never shallower than MuJoCo's deepest contact."""
     rng = np.random.default_rng(2)
     poses = [random_pose(rng) for _ in range(NPOSE)]
-    depth, _, _, _, valid = map(np.asarray, run_capsule(stack(poses)))
+    depth, _, _, _, valid, _ = map(np.asarray, run_capsule(stack(poses)))
     missed = shallower = 0
     for i, pose in enumerate(poses):
         oracle = pose["radius"] - segment_min_sdf(pose)
@@ -156,54 +170,84 @@ def test_capsule_box_deepest_point_oracle():
     print(f"MuJoCo shallower than the deepest point in {shallower}, missed {missed} of {NPOSE}")
 
 
-def axis_rot(axis):
-    """A rotation taking local z onto ``axis``."""
-    axis = np.asarray(axis, float) / np.linalg.norm(axis)
-    return Rotation.align_vectors([axis], [[0.0, 0.0, 1.0]])[0].as_matrix()
-
-
-FLAT = {  # name: (half_length, axis in the box frame, centre in the box frame - top offset)
-    "inside_face": (0.1, [1, 0, 0], [0.0, 0.0]),
-    "overhang_one_side": (0.2, [1, 0, 0], [0.2, 0.0]),
-    "overhang_both_sides": (0.4, [1, 0, 0], [0.0, 0.05]),
-    "across_narrow_side": (0.4, [0, 1, 0], [0.1, 0.0]),
-    "yawed": (0.1, [np.cos(0.7), np.sin(0.7), 0], [0.05, 0.05]),
-    "yawed_overhang": (0.35, [np.cos(0.5), np.sin(0.5), 0], [0.0, 0.0]),
-    "tilted_both_touch": (0.1, [1, 0, 0.05], [0.0, 0.0]),
-    "tilted_one_touch": (0.1, [1, 0, 0.2], [0.0, 0.0]),
+EDGE = (0.05 - 0.01) / np.sqrt(2)  # radius 0.05 resting on the top +y edge, 0.01 deep
+FLAT = {  # name: (half_length, axis, centre), box frame; radius 0.05, 0.01 deep, flat
+    "inside_face": (0.1, [1, 0, 0], [0.0, 0.0, 0.14]),
+    "overhang_one_side": (0.2, [1, 0, 0], [0.2, 0.0, 0.14]),
+    "overhang_both_sides": (0.4, [1, 0, 0], [0.0, 0.05, 0.14]),
+    "across_narrow_side": (0.4, [0, 1, 0], [0.1, 0.0, 0.14]),
+    "yawed": (0.1, [np.cos(0.7), np.sin(0.7), 0], [0.05, 0.05, 0.14]),
+    "yawed_overhang": (0.35, [np.cos(0.5), np.sin(0.5), 0], [0.0, 0.0, 0.14]),
+    "along_edge": (0.1, [1, 0, 0], [0.0, 0.2 + EDGE, 0.1 + EDGE]),
+    "along_edge_overhang": (0.4, [1, 0, 0], [0.0, 0.2 + EDGE, 0.1 + EDGE]),
 }
 
 
-@pytest.mark.parametrize("name", sorted(FLAT))
-@pytest.mark.parametrize("rotated", [False, True])
-def test_capsule_flat_on_face_matches_mujoco(name, rotated):
-    half_length, axis, (x, y) = FLAT[name]
-    size, radius, pen = np.array([0.3, 0.2, 0.1]), 0.05, 0.01
-    box_rot = Rotation.from_euler("xyz", [0.3, 0.5, 0.2]).as_matrix() if rotated else np.eye(3)
+def flat_pose(name, tilt, rotated):
+    half_length, axis, centre = FLAT[name]
+    box_rot = Rotation.from_euler("xyz", [0.3, 0.5, 0.2]).as_matrix() if rotated else I3
     box_pos = np.array([0.3, -0.2, 0.5]) if rotated else np.zeros(3)
-    pos = box_pos + box_rot @ np.array([x, y, size[2] + radius - pen])
-    rot = box_rot @ axis_rot(axis)
-    depth, p, n, _, valid = map(np.asarray, capsule_box(pos, rot, radius, half_length,
-                                                        box_pos, box_rot, size))
-    ref = mujoco_contacts("capsule", [radius, half_length], pos, rot, size, box_pos, box_rot)
-    assert valid.sum() == len(ref)
-    np.testing.assert_allclose(np.sort(depth[valid]), np.sort([c[0] for c in ref]), atol=1e-9)
-    for c in ref:  # the same contact points and normals, in some order
-        k = np.argmin(np.linalg.norm(p - c[1], axis=1))
-        np.testing.assert_allclose(p[k], c[1], atol=1e-9)
-        np.testing.assert_allclose(n[k], c[2], atol=1e-9)
-    if name in ("inside_face", "overhang_one_side", "overhang_both_sides", "yawed"):
-        np.testing.assert_allclose(depth, [pen, pen], atol=1e-12)
+    pos = box_pos + box_rot @ np.array(centre)
+    rot = box_rot @ axis_rot(np.array(axis) + [0.0, 0.0, tilt])
+    return pos, rot, 0.05, half_length, box_pos, box_rot, SIZE
+
+
+@pytest.mark.parametrize("name", sorted(FLAT))
+def test_capsule_flat_two_equal_contacts(name):
+    """Exactly flat: two contacts of the analytic depth."""
+    for rotated in (False, True):
+        depth, _, normal, _, valid, _ = map(np.asarray, capsule_jit(*flat_pose(name, 0.0, rotated)))
+        assert valid.all()
+        np.testing.assert_allclose(depth, [0.01, 0.01], atol=1e-12)
+        np.testing.assert_allclose(normal[0], normal[1], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(FLAT))
+@pytest.mark.parametrize("tilt", [1e-9, -1e-9])
+def test_capsule_flat_matches_mujoco(name, tilt):
+    """Flat to 1e-10 m: MuJoCo decides on the signs of the capsule axis' components, so
+    exactly flat poses make its contact count depend on rounding (1e-17 components)."""
+    for rotated in (False, True):
+        args = flat_pose(name, tilt, rotated)
+        depth, p, n, _, valid, _ = map(np.asarray, capsule_jit(*args))
+        pos, rot, radius, half_length, box_pos, box_rot, size = args
+        ref = mujoco_contacts("capsule", [radius, half_length], pos, rot, size, box_pos,
+                              box_rot)
+        assert valid.sum() == len(ref) == 2
+        for c in ref:  # the same contacts, in some order
+            k = np.argmin(np.linalg.norm(p - c[1], axis=1))
+            np.testing.assert_allclose(depth[k], c[0], atol=1e-8)
+            np.testing.assert_allclose(p[k], c[1], atol=1e-8)
+            np.testing.assert_allclose(n[k], c[2], atol=1e-8)
+
+
+def test_capsule_near_flat_matches_mujoco():
+    """Random capsules lying on a face (yaw, offset, overhang, depth; tilt up to 1e-3 rad):
+    the same number of contacts as MuJoCo, of the same depths."""
+    rng = np.random.default_rng(4)
+    poses = []
+    for _ in range(NPOSE):
+        pose = random_pose(rng)
+        size, radius = pose["box_size"], pose["radius"]
+        yaw = rng.uniform(0, 2 * np.pi)
+        tilt = rng.choice([0.0, 1.0]) * rng.uniform(-1e-3, 1e-3) + rng.choice([-1e-9, 1e-9])
+        local = np.append(rng.uniform(-1, 1, 2) * size[:2],
+                          size[2] + radius * rng.uniform(0.5, 0.999))
+        pose["pos"] = pose["box_pos"] + pose["box_rot"] @ local
+        pose["rot"] = pose["box_rot"] @ axis_rot([np.cos(yaw), np.sin(yaw), tilt])
+        poses.append(pose)
+    depth, _, _, _, valid, _ = map(np.asarray, run_capsule(stack(poses)))
+    for i, pose in enumerate(poses):
+        ref = sorted(c[0] for c in mujoco_for("capsule", pose))
+        assert valid[i].sum() == len(ref) == 2, i
+        np.testing.assert_allclose(np.sort(depth[i]), ref, atol=DEPTH_TOL)
 
 
 # --------------------------------------------------------------------------- analytic
 
-I3 = np.eye(3)
-SIZE = np.array([0.3, 0.2, 0.1])
-
 
 def test_sphere_resting_on_face():
-    depth, pos, normal, feature, valid = sphere_box(np.array([0.1, -0.05, 0.1 + 0.05 - 0.01]),
+    depth, pos, normal, feature, valid, _ = sphere_jit(np.array([0.1, -0.05, 0.1 + 0.05 - 0.01]),
                                                     0.05, np.zeros(3), I3, SIZE)
     np.testing.assert_allclose(depth, [0.01], atol=1e-15)
     np.testing.assert_allclose(normal, [[0, 0, -1]], atol=1e-15)
@@ -212,12 +256,12 @@ def test_sphere_resting_on_face():
 
 
 @pytest.mark.parametrize("center, feature, depth", [
-    ([0.31, 0.21, 0.0], 1, 0.05 - 0.01 * np.sqrt(2)),  # edge region
-    ([0.31, 0.21, 0.11], 2, 0.05 - 0.01 * np.sqrt(3)),  # vertex region
-    ([0.31, 0.21, 0.2], 2, 0.05 - np.sqrt(0.0102)),  # vertex region, separated
-])
+    ([0.31, 0.21, 0.0], 1, 0.05 - 0.01 * np.sqrt(2)),
+    ([0.31, 0.21, 0.11], 2, 0.05 - 0.01 * np.sqrt(3)),
+    ([0.31, 0.21, 0.2], 2, 0.05 - np.sqrt(0.0102)),
+], ids=["edge", "vertex", "vertex_separated"])
 def test_sphere_edge_and_vertex_regions(center, feature, depth):
-    d, _, n, f, v = sphere_box(np.array(center), 0.05, np.zeros(3), I3, SIZE)
+    d, _, n, f, v, _ = sphere_jit(np.array(center), 0.05, np.zeros(3), I3, SIZE)
     np.testing.assert_allclose(d, [depth], atol=1e-15)
     assert f[0] == feature and v[0] == (depth >= 0)
     towards_box = np.clip(center, -SIZE, SIZE) - center
@@ -229,7 +273,7 @@ def test_sphere_centre_inside_box():
     rot = Rotation.from_euler("xyz", [0.3, -0.4, 1.0]).as_matrix()
     box_pos = np.array([1.0, 2.0, -0.5])
     center = box_pos + rot @ np.array([0.1, 0.15, 0.0])
-    depth, pos, normal, feature, valid = sphere_box(center, 0.02, box_pos, rot, SIZE)
+    depth, pos, normal, feature, valid, _ = sphere_jit(center, 0.02, box_pos, rot, SIZE)
     np.testing.assert_allclose(depth, [0.07], atol=1e-14)
     np.testing.assert_allclose(normal[0], -rot[:, 1], atol=1e-14)
     # midway between the face (gap 0.05 along +y) and the sphere point 0.02 along -y
@@ -242,7 +286,7 @@ def test_capsule_lying_on_top_face():
     radius, half_length, pen = 0.04, 0.15, 0.003
     pos = rot_box @ np.array([0.05, 0.02, 0.1 + radius - pen])
     rot = rot_box @ axis_rot([1, 0, 0])
-    depth, p, n, feature, valid = capsule_box(pos, rot, radius, half_length, np.zeros(3),
+    depth, p, n, feature, valid, _ = capsule_jit(pos, rot, radius, half_length, np.zeros(3),
                                               rot_box, SIZE)
     np.testing.assert_allclose(depth, [pen, pen], atol=1e-14)
     assert valid.all() and list(feature) == [0, 1]
@@ -255,7 +299,7 @@ def test_capsule_lying_on_top_face():
 def test_capsule_standing_on_end():
     radius, half_length, pen = 0.04, 0.15, 0.003
     pos = np.array([0.1, 0.1, 0.1 + half_length + radius - pen])
-    depth, p, n, _, valid = capsule_box(pos, I3, radius, half_length, np.zeros(3), I3, SIZE)
+    depth, p, n, _, valid, _ = capsule_jit(pos, I3, radius, half_length, np.zeros(3), I3, SIZE)
     k = np.argmax(depth)
     assert valid.sum() == 1 and valid[k]
     np.testing.assert_allclose(depth[k], pen, atol=1e-14)
@@ -289,14 +333,32 @@ def test_jit_and_vmap_match_eager_and_loop():
     b = poses_64()
     for fn, args, run in ((sphere_box, sphere_args, run_sphere),
                           (capsule_box, capsule_args, run_capsule)):
-        assert_same(fn(*args(b, 0)), jax.jit(fn)(*args(b, 0)))
-        batched = run(b)
         jitted = jax.jit(fn)
+        assert_same(fn(*args(b, 0)), jitted(*args(b, 0)))
+        batched = run(b)
         for i in range(64):
             assert_same([x[i] for x in batched], jitted(*args(b, i)))
 
 
-DEGENERATE_SPHERE = {
+def sphere_depth(center, box_pos, box_rot, size):
+    return sphere_box(center, 0.05, box_pos, box_rot, size)[0][0]
+
+
+def capsule_deepest(*args):
+    return jnp.max(capsule_box(*args)[0])
+
+
+def capsule_total(*args):
+    return jnp.sum(capsule_box(*args)[0])
+
+
+sphere_grad = jax.jit(jax.grad(sphere_depth, argnums=(0, 1, 2, 3)))
+capsule_grads = [jax.jit(jax.grad(f, argnums=tuple(range(7))))
+                 for f in (capsule_deepest, capsule_total)]
+ROT = Rotation.from_euler("xyz", [0.2, 0.1, -0.3]).as_matrix()
+BOX_POS = np.array([0.1, -0.2, 0.3])
+
+DEGENERATE_SPHERE = {  # centre in the box frame
     "on_face": [0.1, 0.05, 0.1], "on_edge": [0.3, 0.2, 0.0], "on_corner": [0.3, 0.2, 0.1],
     "box_centre": [0.0, 0.0, 0.0], "inside_tie": [0.25, 0.15, 0.0], "generic": [0.1, 0.0, 0.13],
 }
@@ -304,29 +366,25 @@ DEGENERATE_SPHERE = {
 
 @pytest.mark.parametrize("name", sorted(DEGENERATE_SPHERE))
 def test_sphere_depth_gradient(name):
-    center = jnp.asarray(DEGENERATE_SPHERE[name])
-    rot = jnp.asarray(Rotation.from_euler("xyz", [0.2, 0.1, -0.3]).as_matrix())
-    box_pos = jnp.array([0.1, -0.2, 0.3])
-    center_w = box_pos + rot @ center
-    f = lambda c, bp, r, s: sphere_box(c, 0.05, bp, r, s)[0][0]
-    grads = jax.grad(f, argnums=(0, 1, 2, 3))(center_w, box_pos, rot, jnp.asarray(SIZE))
+    args = (BOX_POS + ROT @ np.array(DEGENERATE_SPHERE[name]), BOX_POS, ROT, SIZE)
+    grads = sphere_grad(*args)
     assert all(np.isfinite(np.asarray(g)).all() for g in grads)
-    # d depth / d centre = the normal (moving the sphere along it, into the box, deepens
-    # the contact) and d depth / d box position = -normal, here and in any face case
-    normal = sphere_box(center_w, 0.05, box_pos, rot, jnp.asarray(SIZE))[2][0]
-    if name in ("generic", "on_face", "box_centre"):
+    # d depth / d centre is the normal (moving the sphere along it, into the box, deepens
+    # the contact) and d depth / d box position is -normal, in every face or inside case
+    normal = sphere_jit(args[0], 0.05, *args[1:])[2][0]
+    if name in ("generic", "on_face", "box_centre", "inside_tie"):
         np.testing.assert_allclose(grads[0], normal, atol=1e-12)
         np.testing.assert_allclose(grads[1], -normal, atol=1e-12)
     if name == "generic":
-        check_grads(lambda c, bp: f(c, bp, rot, jnp.asarray(SIZE)), (center_w, box_pos),
-                    order=1, modes=["rev"])
+        check_grads(jax.jit(lambda c, bp: sphere_depth(c, bp, ROT, SIZE)), args[:2], order=1,
+                    modes=["rev"])
 
 
 DEGENERATE_CAPSULE = {  # (centre, axis) in the box frame; radius 0.05, half-length 0.2
     "parallel_to_face": ([0.0, 0.0, 0.14], [1, 0, 0]),
     "parallel_to_edge": ([0.0, 0.23, 0.13], [1, 0, 0]),
     "through_centre": ([0.0, 0.0, 0.0], [1, 1, 1]),
-    "through_centre_axis": ([0.0, 0.0, 0.0], [0, 0, 1]),
+    "through_centre_along_axis": ([0.0, 0.0, 0.0], [0, 0, 1]),
     "standing": ([0.1, 0.1, 0.34], [0, 0, 1]),
     "end_on_corner": ([0.3, 0.2, 0.3], [0, 0, 1]),
     "generic": ([0.05, 0.1, 0.22], [1, 0.3, 0.6]),
@@ -336,37 +394,28 @@ DEGENERATE_CAPSULE = {  # (centre, axis) in the box frame; radius 0.05, half-len
 @pytest.mark.parametrize("name", sorted(DEGENERATE_CAPSULE))
 def test_capsule_depth_gradient(name):
     center, axis = DEGENERATE_CAPSULE[name]
-    rot_box = jnp.asarray(Rotation.from_euler("xyz", [0.2, 0.1, -0.3]).as_matrix())
-    box_pos, size = jnp.array([0.1, -0.2, 0.3]), jnp.asarray(SIZE)
-    pos = box_pos + rot_box @ jnp.asarray(center)
-    rot = rot_box @ jnp.asarray(axis_rot(axis))
-
-    def deepest(pos, rot, radius, half_length, box_pos, rot_box, size):
-        return jnp.max(capsule_box(pos, rot, radius, half_length, box_pos, rot_box, size)[0])
-
-    def both(*args):
-        return jnp.sum(capsule_box(*args)[0])
-
-    args = (pos, rot, jnp.asarray(0.05), jnp.asarray(0.2), box_pos, rot_box, size)
-    for fn in (deepest, both):
-        grads = jax.grad(fn, argnums=tuple(range(7)))(*args)
-        assert all(np.isfinite(np.asarray(g)).all() for g in grads), name
-    if name == "generic":  # the deepest depth is differentiable: envelope theorem
-        check_grads(lambda p, bp: deepest(p, rot, 0.05, 0.2, bp, rot_box, size), (pos, box_pos),
-                    order=1, modes=["rev"])
+    args = (BOX_POS + ROT @ np.array(center), ROT @ axis_rot(axis), 0.05, 0.2, BOX_POS, ROT,
+            SIZE)
+    for grad in capsule_grads:
+        assert all(np.isfinite(np.asarray(g)).all() for g in grad(*args)), name
+    if name == "generic":  # the deepest depth is differentiable (envelope theorem)
+        f = jax.jit(lambda p, bp: capsule_deepest(p, args[1], 0.05, 0.2, bp, ROT, SIZE))
+        check_grads(f, (args[0], BOX_POS), order=1, modes=["rev"])
 
 
 def test_float32():
     b = poses_64()
     b32 = {k: v.astype(jnp.float32) for k, v in b.items()}
     for run in (run_sphere, run_capsule):
-        out64, out32 = run(b), run(b32)
-        assert out32[0].dtype == jnp.float32 and out32[1].dtype == jnp.float32
-        assert out32[2].dtype == jnp.float32 and out32[3].dtype == jnp.int32
-        valid = np.asarray(out64[4]) & (np.abs(np.asarray(out64[0])) > 1e-4)
-        np.testing.assert_allclose(np.asarray(out32[0]), np.asarray(out64[0]), atol=2e-5)
-        np.testing.assert_allclose(np.asarray(out32[2])[valid], np.asarray(out64[2])[valid],
-                                   atol=2e-3)
-    args = [x.astype(jnp.float32) for x in capsule_args(b, 0)]
-    grads = jax.grad(lambda *a: jnp.sum(capsule_box(*a)[0]), argnums=(0, 1, 4, 5))(*args)
-    assert all(np.isfinite(np.asarray(g)).all() for g in grads)
+        (d64, _, n64, _, _, _), (d32, p32, n32, f32, _, _) = run(b), run(b32)
+        assert d32.dtype == p32.dtype == n32.dtype == jnp.float32 and f32.dtype == jnp.int32
+        # the deepest contact (slot choices may differ where depths tie to rounding)
+        k = np.argmax(np.asarray(d64), 1)
+        deep = lambda x: np.asarray(x)[np.arange(len(k)), k]
+        np.testing.assert_allclose(np.asarray(d32).max(1), deep(d64), atol=2e-6)
+        # its normal, unless the deepest point is inside the box, where the deepest point
+        # of a segment ties generically between push-out faces (e.g. +z and -z midway)
+        outside = deep(d64) < np.asarray(b["radius"])
+        np.testing.assert_allclose(deep(n32)[outside], deep(n64)[outside], atol=1e-4)
+    grads = capsule_grads[1](*[jnp.asarray(x, jnp.float32) for x in capsule_args(b, 0)])
+    assert all(g.dtype == jnp.float32 and np.isfinite(np.asarray(g)).all() for g in grads)

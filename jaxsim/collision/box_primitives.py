@@ -7,28 +7,41 @@ world position and its rotation ``rot_w`` (box frame -> world). A capsule is the
 points within ``radius`` of the segment ``pos_w +- half_length * rot_w[:, 2]``.
 
 Every function returns fixed-size slots ``(depth (k,), pos_w (k, 3), normal_w (k, 3),
-feature (k,) int32, valid (k,) bool)``; ``valid`` means ``depth >= -margin`` and invalid
-slots still hold finite values. Everything is branch-free, so it works under ``jit``,
+feature (k,) int32, valid (k,) bool, ncand () int32)``; ``valid`` means
+``depth >= -margin``, ``ncand`` counts the valid slots (these pairs never overflow) and
+invalid slots still hold finite values. Everything is branch-free, so it works under ``jit``,
 ``vmap`` and ``grad`` (gradients stay finite in degenerate poses) in float32 and float64.
 
 Sphere-box: the box point closest to the centre (clamp in the box frame); a centre inside
 the box is pushed out through the nearest face.
 
-Capsule-box (two slots): every contact is the sphere-box contact of a sphere of the
-capsule's radius centred at a point ``c + t * d`` (``t`` in [-1, 1]) of the capsule's
-segment. The deepest such point minimises the box's signed distance along the segment;
-that distance is convex in ``t`` and piecewise simple, so its minimiser is among a closed
-set of candidates (segment ends, face-plane crossings, closest approaches to the 12 edge
-lines and 8 corners, and crossings of the six inside pieces ``+-p_i - s_i``), all of which
-are evaluated. From the feature touched there (face, edge, corner or inside) the segment
-is clipped to the prism that keeps the same feature in front of it (the two other slabs
-for a face, the edge's slab for an edge); the second slot is the end of that interval
-farther from the deepest point. When an interval end is as deep as the deepest point (a
-capsule lying flat on a face, or touching with one end) both slots are the interval's
-ends, so a flat capsule gets two equal-depth contacts at its two ends, as in MuJoCo. The
-slots are ordered along the capsule axis, which keeps their identity stable over time.
-The parameters ``t`` carry no gradient: by the envelope theorem the deepest slot's depth
-gradient is still exact, and each slot moves with the capsule's material point.
+Capsule-box (two slots, like MuJoCo): every contact is the sphere-box contact of a sphere
+of the capsule's radius centred at a point ``c + t d`` (``t`` in [-1, 1]) of the capsule's
+segment.
+
+1. The deepest point ``t*`` minimises the box's signed distance along the segment. That
+   distance is convex in ``t`` and piecewise simple, so its minimiser is one of a closed
+   set of candidates, all evaluated: the segment ends, the crossings of the six face
+   planes, the closest approaches to the 12 edge lines and the 8 corners, and the
+   crossings of the six inside pieces ``+-p_i - s_i``. Exact to rounding.
+2. Stretches of the segment around ``t*`` along the box: over the face, of those touched at
+   ``t*`` (the push-out face if ``t*`` is inside), that the capsule is most parallel to,
+   i.e. in the slabs ``|p_j| <= s_j`` of the two other axes; and, when ``t*`` touches the
+   two faces of the edge along the capsule's main axis, along that edge (in its slab). A
+   stretch ends, either way, where the segment leaves one of its slabs, or is outside it
+   and moving away.
+3. Slot 0 is the first stretch end as deep as ``t*`` (else ``t*``). Slot 1 is another
+   stretch end: preferably one in contact, then one of the face stretch, then the
+   deepest. A capsule flat on a face (or along an edge) thus gets two equal-depth
+   contacts at its ends, or where it leaves the face, as in MuJoCo; a slightly tilted one
+   gets its lower end and the far end of the stretch.
+
+The slots are ordered along the capsule's axis, which keeps their identity stable over
+time; slot 1 is invalid when it coincides with slot 0. The parameters ``t`` carry no
+gradient: by the envelope theorem the deepest depth's gradient is still exact, and each
+slot otherwise moves with the capsule's material point. Where the segment enters the box
+MuJoCo's heuristic reports shallower contacts (or none for a capsule piercing a box with
+both ends outside); here the deepest slot is always the capsule's deepest point.
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ def _nearest_face(center: Array, size: Array, key: Array | None = None, tol=0.0)
     return jnp.argmin(jnp.where(near, key, jnp.inf), -1)
 
 
+@jax.jit
 def _sphere_box_local(center: Array, radius: Array, size: Array, key: Array | None = None,
                       tol=0.0):
     """Sphere-box contact in the box frame.
@@ -69,7 +83,7 @@ def _sphere_box_local(center: Array, radius: Array, size: Array, key: Array | No
       radius: () sphere radius [m].
       size: (3,) box half-extents [m].
       key, tol: tie-break of the push-out face of a centre inside the box, see
-        ``_nearest_face``.
+        ``_nearest_face``; ``tol`` [m] also widens the box for ``feature``.
 
     Returns:
       depth (...) [m], pos (..., 3) [m], normal (..., 3) (unit, sphere -> box) and
@@ -84,7 +98,7 @@ def _sphere_box_local(center: Array, radius: Array, size: Array, key: Array | No
     normal = jnp.where(outside[..., None], normalize(clamped - center), inward)
     surface = jnp.where(outside, dist, -gap)  # signed distance of the centre to the box
     pos = center + (0.5 * (surface + radius))[..., None] * normal
-    nclamped = jnp.sum(jnp.abs(center) > size, -1)
+    nclamped = jnp.sum(jnp.abs(center) > size + tol, -1)  # within tol of a face: on it
     feature = jnp.where(nclamped == 0, INSIDE, nclamped - 1).astype(jnp.int32)
     return radius - surface, pos, normal, feature
 
@@ -108,8 +122,9 @@ def sphere_box(center_w: Array, radius: Array, box_pos_w: Array, box_rot_w: Arra
     center = (center_w - box_pos_w) @ box_rot_w
     depth, pos, normal, feature = _sphere_box_local(center, radius, box_size)
     pos_w = box_rot_w @ pos + box_pos_w
-    return (depth[None], pos_w[None], (box_rot_w @ normal)[None], feature[None],
-            (depth >= -margin)[None])
+    valid = (depth >= -margin)[None]
+    return (depth[None], pos_w[None], (box_rot_w @ normal)[None], feature[None], valid,
+            jnp.sum(valid).astype(jnp.int32))
 
 
 def _box_sdf(p: Array, size: Array) -> Array:
@@ -144,35 +159,46 @@ def _deepest_t(c: Array, d: Array, size: Array) -> Array:
     return cand[jnp.argmin(_box_sdf(c + cand[:, None] * d, size))]
 
 
-def _slot_params(c: Array, d: Array, size: Array, tol: Array) -> tuple[Array, Array]:
-    """Segment parameters (t0 <= t1) of the two capsule-box slots (no gradient).
+def _stretch(c: Array, d: Array, size: Array, t_deep: Array, axes: Array):
+    """Segment parameters (ta <= t_deep <= tb) where, going either way from t_deep, the
+    segment c + t d first leaves the slab |p_j| <= s_j of one of ``axes`` (3,) bool, or is
+    outside it and moving away."""
+    e0, e1 = _div(-size - c, d), _div(size - c, d)
+    lo, hi = jnp.minimum(e0, e1), jnp.maximum(e0, e1)
+    axes = axes & (d != 0)
+    ta = jnp.max(jnp.where(axes, jnp.minimum(lo, t_deep), -1.0))
+    tb = jnp.min(jnp.where(axes, jnp.maximum(hi, t_deep), 1.0))
+    return jnp.clip(ta, -1.0, t_deep), jnp.clip(tb, t_deep, 1.0)
 
-    ``tol`` [m] is the rounding tolerance of depth comparisons.
-    """
-    c, d = jax.lax.stop_gradient(c), jax.lax.stop_gradient(d)
+
+@jax.jit
+def _slot_params(c: Array, d: Array, size: Array, reach: Array,
+                 scale: Array) -> tuple[Array, Array, Array]:
+    """Segment parameters (t0 <= t1) of the two capsule-box slots (steps 1-3 of the module
+    docstring) and whether they are distinct. Points with signed distance <= ``reach`` [m]
+    are in contact; ``scale`` [m] is the size of the problem, for rounding tolerances."""
+    c, d, size, reach, scale = jax.lax.stop_gradient((c, d, size, reach, scale))
+    tol = 64 * jnp.finfo(c.dtype).eps * scale  # rounding tolerance of distances
     t_deep = _deepest_t(c, d, size)
-    # the face along which to look for the second slot: of the faces touched at the deepest
-    # point (or, inside, of the nearest faces) the one most parallel to the segment;
-    # points within tol of a face plane count as on the face
+    # step 2: faces touched at t_deep (within tol of a face plane counts as on the face;
+    # inside, near-tied push-out faces go to the face most parallel to the segment)
     p = c + t_deep * d
     clamped = jnp.abs(p) > size + tol
     inside_axis = jax.nn.one_hot(_nearest_face(p, size, jnp.abs(d), tol) % 3, 3, dtype=bool)
     touched = jnp.where(jnp.any(clamped), clamped, inside_axis)
-    face_axis = jnp.argmin(jnp.where(touched, jnp.abs(d), jnp.inf))
-    # the interval of t over that face (in the slabs of the two other axes, dropping a slab
-    # the segment never meets: a capsule along an edge), extended to t_deep
-    e0, e1 = _div(-size - c, d), _div(size - c, d)
-    lo, hi = jnp.minimum(e0, e1), jnp.maximum(e0, e1)
-    ok = (jnp.arange(3) != face_axis) & (d != 0) & (lo <= 1.0) & (hi >= -1.0)
-    lo, hi = jnp.where(ok, lo, -1.0), jnp.where(ok, hi, 1.0)
-    ta = jnp.minimum(jnp.clip(jnp.max(lo), -1.0, 1.0), t_deep)
-    tb = jnp.maximum(jnp.clip(jnp.min(hi), -1.0, 1.0), t_deep)
-    sdf = _box_sdf(c + jnp.stack([ta, tb, t_deep])[:, None] * d, size)
-    ends = jnp.minimum(sdf[0], sdf[1]) <= sdf[2] + tol
-    far = jnp.where(t_deep - ta >= tb - t_deep, ta, tb)
-    t0 = jnp.where(ends, ta, jnp.minimum(t_deep, far))
-    t1 = jnp.where(ends, tb, jnp.maximum(t_deep, far))
-    return t0, t1
+    face = jnp.arange(3) == jnp.argmin(jnp.where(touched, jnp.abs(d), jnp.inf))
+    main = jnp.arange(3) == jnp.argmax(jnp.abs(d))
+    along_edge = jnp.all(touched | main)  # t_deep by the edge along the main axis
+    t = jnp.stack([*_stretch(c, d, size, t_deep, ~face), *_stretch(c, d, size, t_deep, main)])
+    sdf = _box_sdf(c + t[:, None] * d, size)
+    sdf = jnp.where(jnp.arange(4) < 2, sdf, jnp.where(along_edge, sdf, jnp.inf))
+    # step 3
+    snap = sdf <= _box_sdf(c + t_deep * d, size) + tol
+    t0 = jnp.where(jnp.any(snap), t[jnp.argmax(snap)], t_deep)
+    distinct = jnp.abs(t - t0) * safe_norm(d) > 1e-6 * scale
+    rank = jnp.where(distinct, 2 * (sdf <= reach) + (jnp.arange(4) < 2), -1)
+    k = jnp.argmin(jnp.where(rank == jnp.max(rank), sdf, jnp.inf))
+    return jnp.minimum(t0, t[k]), jnp.maximum(t0, t[k]), distinct[k]
 
 
 def capsule_box(cap_pos_w: Array, cap_rot_w: Array, radius: Array, half_length: Array,
@@ -196,12 +222,15 @@ def capsule_box(cap_pos_w: Array, cap_rot_w: Array, radius: Array, half_length: 
     """
     c = (cap_pos_w - box_pos_w) @ box_rot_w
     d = (cap_rot_w[:, 2] @ box_rot_w) * half_length
-    scale = jax.lax.stop_gradient(jnp.sum(box_size) + jnp.max(jnp.abs(c)) + half_length + radius)
-    tol = 64 * jnp.finfo(c.dtype).eps * scale
-    t0, t1 = _slot_params(c, d, box_size, tol)
+    scale = jax.lax.stop_gradient(jnp.sum(box_size) + jnp.max(jnp.abs(c)) + half_length
+                                  + radius)
+    t0, t1, distinct = _slot_params(c, d, box_size, radius + margin, scale)
     t = jnp.stack([t0, t1])
+    # inside the box, push-out faces within rounding tie as in _slot_params
     key = jnp.broadcast_to(jnp.abs(jax.lax.stop_gradient(d)), (2, 3))
-    depth, pos, normal, feature = _sphere_box_local(c + t[:, None] * d, radius, box_size, key, tol)
-    distinct = jnp.stack([True, (t1 - t0) * half_length > 1e-6 * scale])
+    tol = 64 * jnp.finfo(c.dtype).eps * scale
+    depth, pos, normal, feature = _sphere_box_local(c + t[:, None] * d, radius, box_size, key,
+                                                    tol)
+    valid = (depth >= -margin) & jnp.stack([True, distinct])
     return (depth, pos @ box_rot_w.T + box_pos_w, normal @ box_rot_w.T,
-            feature * 2 + jnp.arange(2, dtype=jnp.int32), (depth >= -margin) & distinct)
+            feature * 2 + jnp.arange(2, dtype=jnp.int32), valid, jnp.sum(valid).astype(jnp.int32))
