@@ -44,7 +44,8 @@ class Polytope(NamedTuple):
     normal: Array  # (F, 3) unit outward face normals
     offset: Array  # (F,) m, inside: normal . x <= offset
     face_mask: Array  # (F,) bool
-    edge: Array  # (E, 2) int vertex ids
+    edge0: Array  # (E, 3) m, edge start points (endpoints, not indices: no batched gathers)
+    edge1: Array  # (E, 3) m, edge end points
     edge_mask: Array  # (E,) bool
 
 
@@ -53,7 +54,7 @@ def box_polytope(pos_w: Array, rot_w: Array, size: Array) -> Polytope:
     normal = jnp.asarray(BOX_NORMALS, size.dtype) @ rot_w.T
     offset = normal @ pos_w + jnp.concatenate([size, size])
     return Polytope(vert, jnp.ones(8, bool), normal, offset, jnp.ones(6, bool),
-                    jnp.asarray(BOX_EDGES), jnp.ones(12, bool))
+                    vert[BOX_EDGES[:, 0]], vert[BOX_EDGES[:, 1]], jnp.ones(12, bool))
 
 
 def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, edge_mask) -> Polytope:
@@ -63,7 +64,8 @@ def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, ed
     v0, v1, v2 = vert[face[:, 0]], vert[face[:, 1]], vert[face[:, 2]]
     normal = math.normalize(jnp.cross(v1 - v0, v2 - v0))
     offset = jnp.sum(normal * v0, -1)
-    return Polytope(vert, vert_mask, normal, offset, face_mask, edge, edge_mask)
+    return Polytope(vert, vert_mask, normal, offset, face_mask, vert[edge[:, 0]], vert[edge[:, 1]],
+                    edge_mask)
 
 
 def _inside(p: Polytope, x: Array, tol: Array, facing: Array) -> Array:
@@ -82,8 +84,7 @@ def _inside(p: Polytope, x: Array, tol: Array, facing: Array) -> Array:
 def separating_axis(a: Polytope, b: Polytope):
     """Axis of least overlap. Returns (normal from a to b (3,), depth ())."""
     dtype = a.vert.dtype
-    da = a.vert[a.edge[:, 1]] - a.vert[a.edge[:, 0]]
-    db = b.vert[b.edge[:, 1]] - b.vert[b.edge[:, 0]]
+    da, db = a.edge1 - a.edge0, b.edge1 - b.edge0
     cross = jnp.cross(da[:, None, :], db[None, :, :]).reshape(-1, 3)
     size = (math.safe_norm(da)[:, None] * math.safe_norm(db)[None, :]).reshape(-1)
     cnorm = math.safe_norm(cross)
@@ -131,10 +132,8 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
     pos_b = b.vert + 0.5 * depth_b[:, None] * normal
 
     # edge-edge crossings
-    ea0, ea1 = a.vert[a.edge[:, 0]], a.vert[a.edge[:, 1]]
-    eb0, eb1 = b.vert[b.edge[:, 0]], b.vert[b.edge[:, 1]]
     seg = jax.vmap(jax.vmap(closest_points_segments, (None, None, 0, 0)), (0, 0, None, None))
-    qa, qb, s, t, parallel = seg(ea0, ea1, eb0, eb1)  # (Ea, Eb, ...)
+    qa, qb, s, t, parallel = seg(a.edge0, a.edge1, b.edge0, b.edge1)  # (Ea, Eb, ...)
     interior = (s > 1e-6) & (s < 1 - 1e-6) & (t > 1e-6) & (t < 1 - 1e-6) & ~parallel
     ok_e = (interior & _inside(b, qa, tol, -normal) & _inside(a, qb, tol, normal)
             & a.edge_mask[:, None] & b.edge_mask[None, :] & touching).reshape(-1)
