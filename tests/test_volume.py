@@ -13,6 +13,7 @@ from scipy.spatial.transform import Rotation
 from jaxsim.collision import volume as V
 
 SQ2 = np.sqrt(2.0)
+CUBE = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T  # corners of [-1, 1]^3
 
 
 def rotz(deg):
@@ -20,7 +21,7 @@ def rotz(deg):
 
 
 def box(size, pos=(0.0, 0.0, 0.0), rot=np.eye(3), dtype=jnp.float64):
-    return V.box_halfspaces(jnp.asarray(size, dtype), jnp.asarray(pos, dtype), jnp.asarray(rot, dtype))
+    return V.box_halfspaces(*(jnp.asarray(x, dtype) for x in (size, pos, rot)))
 
 
 # jitted once per shape (eager mode would compile every primitive on first use)
@@ -31,7 +32,8 @@ section = jax.jit(V.section, static_argnames="max_corners")
 @jax.jit
 def box_pair(size_a, pos_a, rot_a, size_b, pos_b, rot_b):
     """Intersection of box A and box B."""
-    return V.intersect(*V.box_halfspaces(size_a, pos_a, rot_a), *V.box_halfspaces(size_b, pos_b, rot_b))
+    planes_a = V.box_halfspaces(size_a, pos_a, rot_a)
+    return V.intersect(*planes_a, *V.box_halfspaces(size_b, pos_b, rot_b))
 
 
 volume_grad_b = jax.jit(jax.grad(lambda *args: box_pair(*args).volume, argnums=4))  # wrt pos_b
@@ -115,26 +117,27 @@ def random_rotation(rng):
 
 
 def random_shape(rng, kind, max_faces):
-    """A random box or convex hull about the origin: (kind, spec, world vertices, world
-    planes). The planes (unit normals (F, 3), offsets (F,)) come from the box axes or
-    from scipy's hull equations, independently of the code under test."""
+    """A random box or convex hull about the origin: (spec for :func:`halfspaces`, world
+    vertices, world planes). The planes (unit normals (F, 3), offsets (F,)) come from the
+    box axes or from scipy's hull equations, independently of the code under test."""
     rot_w = random_rotation(rng)
     if kind == "box":
         size = rng.uniform(0.2, 1.0, 3)
-        corners_b = np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * size
         normals_w = np.concatenate([rot_w.T, -rot_w.T])
-        return (size, rot_w), corners_b @ rot_w.T, (normals_w, np.tile(size, 2))
+        return (size, rot_w), (CUBE * size) @ rot_w.T, (normals_w, np.tile(size, 2))
     pts = rng.normal(size=(rng.integers(8, 21), 3)) * rng.uniform(0.3, 1.0, 3)
     vert_b, faces, hull = hull_mesh(pts)
     faces = np.concatenate([faces, np.zeros((max_faces - len(faces), 3), int)])  # padding
+    vert_b = np.concatenate([vert_b, np.zeros((20 - len(vert_b), 3))])  # one shape: one compile
     planes_w = (hull.equations[:, :3] @ rot_w.T, -hull.equations[:, 3])
-    return (vert_b, faces, rot_w), vert_b[hull.vertices] @ rot_w.T, planes_w
+    return (vert_b, faces, rot_w), pts[hull.vertices] @ rot_w.T, planes_w
 
 
 def halfspaces(kind, spec, pos_w):
     if kind == "box":
-        return V.box_halfspaces(*f64(spec[0], pos_w, spec[1]))
-    return V.convex_halfspaces(jnp.asarray(spec[0]), jnp.asarray(spec[1]), *f64(pos_w, spec[2]))
+        return jax.jit(V.box_halfspaces)(*f64(spec[0], pos_w, spec[1]))
+    vert_b, faces, rot_w = spec
+    return jax.jit(V.convex_halfspaces)(jnp.asarray(vert_b), jnp.asarray(faces), *f64(pos_w, rot_w))
 
 
 def monte_carlo(normals_w, offsets, lo, hi, rng, n, chunk=200_000):
@@ -173,7 +176,8 @@ def test_random_pairs_monte_carlo():
         centre_b = mean_a + rng.uniform(0, 0.8) * (verts_a[rng.integers(len(verts_a))] - mean_a)
         pos_b = pos_a + centre_b - verts_b.mean(0)
         normals_w = np.concatenate([planes_a[0], planes_b[0]])
-        offsets = np.concatenate([planes_a[1] + planes_a[0] @ pos_a, planes_b[1] + planes_b[0] @ pos_b])
+        offsets = np.concatenate([planes_a[1] + planes_a[0] @ pos_a,
+                                  planes_b[1] + planes_b[0] @ pos_b])
         lo = np.maximum(verts_a.min(0) + pos_a, verts_b.min(0) + pos_b)
         hi = np.minimum(verts_a.max(0) + pos_a, verts_b.max(0) + pos_b)
         probe = lo + (hi - lo) * rng.random((4000, 3))
@@ -182,9 +186,10 @@ def test_random_pairs_monte_carlo():
         cases[kind].append((spec_a, pos_a, spec_b, pos_b, (normals_w, offsets, lo, hi)))
 
     for kind, group in cases.items():
-        planes = [halfspaces(kind[0], a, pa) + halfspaces(kind[1], b, pb) for a, pa, b, pb, _ in group]
+        planes = [halfspaces(kind[0], a, pos_a) + halfspaces(kind[1], b, pos_b)
+                  for a, pos_a, b, pos_b, _ in group]
         batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *planes)
-        polys = jax.lax.map(lambda p: V.intersect(*p), batch, batch_size=8)
+        polys = jax.jit(lambda b: jax.lax.map(lambda p: V.intersect(*p), b, batch_size=8))(batch)
         polys = jax.tree_util.tree_map(np.asarray, polys)
         for i, (*_, (normals_w, offsets, lo, hi)) in enumerate(group):
             poly = jax.tree_util.tree_map(lambda x: x[i], polys)
@@ -206,8 +211,8 @@ DEGENERATE = {
     "face_to_face": ([1, 1, 1], [2, 0.3, 0.1], np.eye(3), 0.0),
     "coplanar_face": ([0.5, 0.5, 0.5], [0.5, 0.2, 0.1], np.eye(3), 1.0),
     "coplanar_two_faces": ([1, 0.5, 0.5], [0, 1, 0.2], np.eye(3), 1.0),
-    "parallel_edges": ([1, 1, 1], [0.5, 0, 1 + SQ2 - 0.3], Rotation.from_euler("x", 45, degrees=True)
-                       .as_matrix(), 1.5 * 0.09),
+    "parallel_edges": ([1, 1, 1], [0.5, 0, 1 + SQ2 - 0.3],
+                       Rotation.from_euler("x", 45, degrees=True).as_matrix(), 1.5 * 0.09),
     "coincident": ([1, 1, 1], [0, 0, 0], np.eye(3), 8.0),
     "coincident_rotated": ([1, 1, 1], [0, 0, 0], rotz(90), 8.0),
     "inside": ([0.3, 0.4, 0.2], [0.2, -0.1, 0.5], rotz(30), 8 * 0.3 * 0.4 * 0.2),
@@ -239,6 +244,59 @@ def test_no_overlap_is_zero_and_finite():
     np.testing.assert_array_equal(grad, 0.0)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+@pytest.mark.parametrize("as_mesh", [False, True], ids=["box", "mesh"])
+def test_grid_coincidences(dtype, as_mesh):
+    """300 pairs of boxes with sizes and centres on a 0.25 m grid, turned by one common
+    random rotation, given as boxes or as 12-triangle meshes (coplanar triangle pairs):
+    faces, edges and corners coincide, touch or overlap in most pairs. Volume, total
+    face area, centroid, validity and the section at a grid height (the contact face
+    itself where boxes touch) match the formulas of the box frame; gradients (mesh
+    variants) are finite."""
+    rng = np.random.default_rng(3)
+    n = 300
+    size_a, size_b = rng.integers(1, 5, (2, n, 3)) * 0.25
+    pos_a, pos_b = rng.integers(-4, 5, (2, n, 3)) * 0.25
+    height = rng.integers(-6, 7, n) * 0.25
+    rot = Rotation.random(n, random_state=rng).as_matrix()
+    faces = jnp.asarray(hull_mesh(CUBE)[1])
+
+    def planes(size, pos_w, rot_w):
+        if as_mesh:
+            return V.convex_halfspaces(jnp.asarray(CUBE, dtype) * size, faces, pos_w, rot_w)
+        return V.box_halfspaces(size, pos_w, rot_w)
+
+    def pair(s_a, p_a, s_b, p_b, r, z):
+        a, b = planes(s_a, r @ p_a, r), planes(s_b, r @ p_b, r)
+        cut = V.section(*section_planes(a, b), r[:, 2] * z, r[:, 2], max_corners=8)
+        return V.intersect(*a, *b), cut
+
+    def sums(*args):
+        poly, cut = pair(*args)
+        return poly.volume + poly.centroid.sum() + cut.area + cut.corners.sum()
+
+    args = [jnp.asarray(x, dtype) for x in (size_a, pos_a, size_b, pos_b, rot, height)]
+    poly, cut = jax.jit(jax.vmap(pair))(*args)
+    if as_mesh:  # (the box variants' gradients are checked in test_degenerate)
+        grads = jax.jit(jax.vmap(jax.grad(sums, argnums=tuple(range(6)))))(*args)
+        assert all(np.all(np.isfinite(g)) for g in grads)
+
+    lo, hi = np.maximum(pos_a - size_a, pos_b - size_b), np.minimum(pos_a + size_a, pos_b + size_b)
+    ext = np.clip(hi - lo, 0, None)
+    volume = np.prod(ext, 1)
+    atol = 1e-12 if dtype == jnp.float64 else 4e-6
+    np.testing.assert_allclose(poly.volume, volume, atol=atol)
+    np.testing.assert_array_equal(poly.valid, volume > 0)
+    overlap = volume > 0
+    area = 2 * (ext[:, 0] * ext[:, 1] + ext[:, 1] * ext[:, 2] + ext[:, 2] * ext[:, 0])
+    np.testing.assert_allclose(np.sum(poly.face_area, 1)[overlap], area[overlap], atol=4 * atol)
+    centroid_w = np.einsum("nij,nj->ni", rot, (lo + hi) / 2)
+    np.testing.assert_allclose(np.asarray(poly.centroid)[overlap], centroid_w[overlap], atol=atol)
+    cut_area = ext[:, 0] * ext[:, 1] * ((lo[:, 2] <= height) & (height <= hi[:, 2]))
+    np.testing.assert_allclose(cut.area, cut_area, atol=4 * atol)
+    assert np.all(np.sum(cut.corner_mask, 1)[cut_area > 0] == 4) and not np.any(cut.overflow)
+
+
 # ---------------------------------------------------------------------------- gradients
 
 
@@ -264,7 +322,7 @@ def test_check_grads_rotated():
 
     pos_b = jnp.array([0.4, 0.3, -0.2])
     assert float(volume(pos_b)) > 0.01
-    check_grads(volume, (pos_b,), order=1, modes=("fwd", "rev"))
+    check_grads(jax.jit(volume), (pos_b,), order=1, modes=("fwd", "rev"))
 
 
 # ---------------------------------------------------------------------------- section
@@ -301,9 +359,10 @@ def test_section_rotated_monte_carlo():
     rot_a, rot_b = random_rotation(rng), random_rotation(rng)
     size_a, size_b = np.array([0.7, 0.5, 0.6]), np.array([0.6, 0.4, 0.5])
     pos_b = np.array([0.3, 0.2, -0.1])
-    point, normal = np.array([0.2, 0.1, 0.0]), np.array([0.3, -0.2, 0.9]) / np.linalg.norm([0.3, -0.2, 0.9])
-    poly = section(*section_planes(box(size_a, np.zeros(3), rot_a), box(size_b, pos_b, rot_b)),
-                     jnp.asarray(point), jnp.asarray(normal))
+    point, normal = np.array([0.2, 0.1, 0.0]), np.array([0.3, -0.2, 0.9])
+    normal /= np.linalg.norm(normal)
+    planes = section_planes(box(size_a, np.zeros(3), rot_a), box(size_b, pos_b, rot_b))
+    poly = section(*planes, jnp.asarray(point), jnp.asarray(normal))
     u = np.cross(normal, [1.0, 0, 0])
     u /= np.linalg.norm(u)
     v = np.cross(normal, u)
@@ -311,7 +370,8 @@ def test_section_rotated_monte_carlo():
     def sample(lo, hi, n):
         st = lo + (hi - lo) * rng.random((n, 2))
         x = point + st[:, :1] * u + st[:, 1:] * v
-        inside = np.all(np.abs(x @ rot_a) <= size_a, -1) & np.all(np.abs((x - pos_b) @ rot_b) <= size_b, -1)
+        inside = np.all(np.abs(x @ rot_a) <= size_a, -1)
+        inside &= np.all(np.abs((x - pos_b) @ rot_b) <= size_b, -1)
         return st, x, inside
 
     st, _, inside = sample(np.full(2, -2.0), np.full(2, 2.0), 200_000)  # find the section
@@ -348,11 +408,18 @@ def test_section_overflow_and_empty():
     empty = section(*prism, jnp.array([0.0, 0, 2]), normal)
     assert not np.any(empty.corner_mask) and float(empty.area) == 0.0
     np.testing.assert_allclose(empty.corners, np.broadcast_to([0, 0, 2.0], (16, 3)))
-    grad = jax.jit(jax.grad(lambda p: V.section(*prism, p, normal).area))(jnp.array([0.0, 0, 1]))  # on a face
+    on_face = jnp.array([0.0, 0, 1])
+    grad = jax.jit(jax.grad(lambda p: V.section(*prism, p, normal).area))(on_face)
     assert np.all(np.isfinite(grad))
 
 
 # ---------------------------------------------------------------------------- transforms
+
+
+def assert_trees_close(a, b, index=None):
+    for leaf_a, leaf_b in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(leaf_a, leaf_b if index is None else leaf_b[index],
+                                   rtol=1e-12, atol=1e-12)
 
 
 def pair_planes(rng, dtype=jnp.float64):
@@ -363,20 +430,20 @@ def pair_planes(rng, dtype=jnp.float64):
 
 
 def test_jit_vmap_float32():
+    """jit vs eager (intersect only: eager mode compiles every primitive, which is slow),
+    vmap over 8 pairs vs a loop, float32 vs float64, for intersect and section."""
     rng = np.random.default_rng(2)
     pairs = [pair_planes(rng) for _ in range(8)]
     looped = [intersect(*p) for p in pairs]
     assert all(float(e.volume) > 0 for e in looped)
     eager = V.intersect(*pairs[0])  # no jit
-    for leaf_e, leaf_j in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(looped[0])):
-        np.testing.assert_allclose(leaf_e, leaf_j, rtol=1e-12, atol=1e-12)
+    assert_trees_close(eager, looped[0])
     batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *pairs)
     batched = jax.jit(jax.vmap(V.intersect))(*batch)
     for i, e in enumerate(looped):
-        for leaf_e, leaf_b in zip(jax.tree_util.tree_leaves(e), jax.tree_util.tree_leaves(batched)):
-            np.testing.assert_allclose(leaf_e, leaf_b[i], rtol=1e-12, atol=1e-12)
+        assert_trees_close(e, batched, i)
 
-    grad32 = jax.jit(jax.grad(lambda n, d, nb, db: V.intersect(n, d, nb, db).volume, argnums=(0, 1, 2, 3)))
+    grad32 = jax.jit(jax.grad(lambda *p: V.intersect(*p).volume, argnums=(0, 1, 2, 3)))
     for p, e in zip(pairs, looped):
         p32 = [x.astype(jnp.float32) for x in p]
         poly32 = intersect(*p32)
@@ -390,14 +457,10 @@ def test_jit_vmap_float32():
     sec = jax.jit(lambda p: V.section(*section_planes(p[:2], p[2:]), jnp.zeros(3, p[0].dtype),
                                       normal.astype(p[0].dtype)))
     sec_loop = [sec(p) for p in pairs]
-    sec_eager = V.section(*section_planes(pairs[0][:2], pairs[0][2:]), jnp.zeros(3), normal)
     sec_batch = jax.jit(jax.vmap(sec))(batch)
     for i, e in enumerate(sec_loop):
         assert float(e.area) > 0
-        for leaf_e, leaf_b in zip(jax.tree_util.tree_leaves(e), jax.tree_util.tree_leaves(sec_batch)):
-            np.testing.assert_allclose(leaf_e, leaf_b[i], rtol=1e-12, atol=1e-12)
-    for leaf_e, leaf_j in zip(jax.tree_util.tree_leaves(sec_eager), jax.tree_util.tree_leaves(sec_loop[0])):
-        np.testing.assert_allclose(leaf_e, leaf_j, rtol=1e-12, atol=1e-12)
+        assert_trees_close(e, sec_batch, i)
     sec32 = sec([x.astype(jnp.float32) for x in pairs[0]])
     assert sec32.area.dtype == jnp.float32
     np.testing.assert_allclose(sec32.area, sec_loop[0].area, rtol=1e-4)
