@@ -28,11 +28,8 @@ Results are printed as a table and written as JSON (default
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.metadata
 import json
 import os
-import platform
 import time
 
 import gymnasium
@@ -44,6 +41,7 @@ from mujoco import mjx
 
 import jaxsim
 from jaxsim.io import load_mjcf
+from benchutil import bench, machine_info
 
 ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 METHODS = ("aba", "crba", "mjx")
@@ -120,39 +118,6 @@ def sanity_check(name: str, mm, fns, batch: int = 8) -> dict:
             print(f"  !!!!! WARNING: jaxsim {fd} disagrees with MJX on {name} "
                   f"(relative error {err / scale:.2e} > 1e-3); timing anyway !!!!!")
     return out
-
-
-def bench(f, args, min_time: float, repeats: int = 3) -> dict:
-    """Compile ``jit(f)``, then time synchronous calls: best of ``repeats`` loops of >= min_time s."""
-    jax.clear_caches()  # so compile_s is not hidden by an earlier jit of the same f
-    t0 = time.perf_counter()
-    compiled = jax.jit(f).lower(*args).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(compiled(*args))  # warm-up (first-run allocations)
-    best = None
-    for _ in range(repeats):
-        calls, t0 = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - t0) < min_time:
-            jax.block_until_ready(compiled(*args))
-            calls += 1
-        if best is None or elapsed / calls < best[1] / best[0]:
-            best = (calls, elapsed)
-    return {"compile_s": compile_s, "calls": best[0], "seconds": best[1],
-            "sec_per_call": best[1] / best[0]}
-
-
-def machine_info() -> dict:
-    return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "jax": jax.__version__,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "mujoco": mujoco.__version__,
-        "mujoco_mjx": importlib.metadata.version("mujoco-mjx"),
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "loadavg_at_start": os.getloadavg(),  # other processes sharing the CPUs
-    }
 
 
 def print_table(rows: list[dict]) -> None:

@@ -72,7 +72,6 @@ def passive_forces(model: Model, q: Array, v: Array, kin: Kinematics,
                    body_vel: Array | None = None) -> Array:
     """(nv,) joint and tendon springs and dampers, plus fluid forces (``qfrc_passive``)."""
     topo, p = model.topo, plan(model.topo)
-    dtype = v.dtype
     frc = -model.dof_damping * v
     # joint springs
     stiff = model.jnt_stiffness
