@@ -60,7 +60,7 @@ from mujoco import mjx
 import jaxsim
 from jaxsim.collision.driver import collide
 from jaxsim.io import load_mjcf
-from benchutil import bench, machine_info
+from benchutil import bench, machine_info, parse_common
 
 try:
     from jaxsim.collision import volume
@@ -240,15 +240,7 @@ def _report(scene, batch, who, r):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenes", nargs="+", default=list(ALL_SCENES), choices=ALL_SCENES)
-    p.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
-    p.add_argument("--min-time", type=float, default=1.0,
-                   help="seconds per timing loop (best of 3 loops is kept)")
-    p.add_argument("--out", default=DEFAULT_OUT, help="JSON output path")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test: batches 1 8, min-time 0.1")
-    a = p.parse_args()
-    if a.quick:
-        a.batches, a.min_time = [1, 8], 0.1
+    a = parse_common(p, DEFAULT_OUT)
 
     info = machine_info()
     print(f"jax {info['jax']} on {info['jax_devices']}, mujoco {info['mujoco']}, "

@@ -41,7 +41,7 @@ from mujoco import mjx
 
 import jaxsim
 from jaxsim.io import load_mjcf
-from benchutil import bench, machine_info
+from benchutil import bench, machine_info, parse_common
 
 ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 METHODS = ("aba", "crba", "mjx")
@@ -135,15 +135,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models", nargs="+", default=["humanoid", "ant"],
                    help="gymnasium asset names or paths to MJCF files")
-    p.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
-    p.add_argument("--min-time", type=float, default=1.0,
-                   help="seconds per timing loop (best of 3 loops is kept)")
-    p.add_argument("--out", default=DEFAULT_OUT, help="JSON output path")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test: batches 1 8, min-time 0.1")
-    a = p.parse_args()
-    if a.quick:
-        a.batches, a.min_time = [1, 8], 0.1
+    a = parse_common(p, DEFAULT_OUT)
 
     info = machine_info()
     print(f"jax {info['jax']} on {info['jax_devices']}, mujoco {info['mujoco']}, "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib.metadata
 import os
@@ -44,3 +45,17 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "loadavg_at_start": os.getloadavg(),  # other processes sharing the CPUs
     }
+
+
+def parse_common(p: argparse.ArgumentParser, default_out: str) -> argparse.Namespace:
+    """Add the flags every benchmark shares (--batches, --min-time, --out, --quick) and
+    parse; --quick means batches (1, 8) and 0.1 s timing loops."""
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
+    p.add_argument("--min-time", type=float, default=1.0,
+                   help="seconds per timing loop (best of 3 loops is kept)")
+    p.add_argument("--out", default=default_out, help="JSON output path")
+    p.add_argument("--quick", action="store_true", help="smoke test: batches 1 8, min-time 0.1")
+    a = p.parse_args()
+    if a.quick:
+        a.batches, a.min_time = [1, 8], 0.1
+    return a

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.collision.primitives import closest_points_segments
+from jaxsim.collision.primitives import (capsule_segment, closest_point_on_segment,
+                                         closest_points_segments)
 
 Array = jax.Array
 
@@ -151,8 +152,6 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
 def _closest_on_triangle(p: Array, a: Array, b: Array, c: Array) -> Array:
     """Closest point to p on triangle abc: the plane projection when it falls inside,
     else the closest of the three edges."""
-    from jaxsim.collision.primitives import closest_point_on_segment
-
     n = jnp.cross(b - a, c - a)
     nn = jnp.maximum(jnp.dot(n, n), 1e-30)
     proj = p - jnp.dot(p - a, n) / nn * n
@@ -204,8 +203,6 @@ def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face):
     is convex along the segment; golden-section search with a fixed iteration count).
     The two deepest are kept (a capsule lying on a face gets both ends).
     """
-    from jaxsim.collision.primitives import capsule_segment
-
     a, b = capsule_segment(cap_pos, cap_rot, half_length)
     dist = lambda t: signed_distance(poly, face, a + t * (b - a))[0]  # noqa: E731
     ratio = (np.sqrt(5.0) - 1.0) / 2.0

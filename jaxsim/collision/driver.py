@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.builder import ModelError
-from jaxsim.collision import convex, primitives
+from jaxsim.collision import box_primitives, convex, primitives
 from jaxsim.collision.pairs import pair_plan
 from jaxsim.kinematics import Kinematics
 from jaxsim.types import Contacts, GeomType, Model
@@ -87,10 +87,8 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     if kind == (G.CAPSULE, G.CAPSULE):
         return v(primitives.capsule_capsule)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2[:, 0], s2[:, 1])
     if kind == (G.SPHERE, G.BOX):
-        from jaxsim.collision import box_primitives
         return v(box_primitives.sphere_box)(p1, s1[:, 0], p2, r2, s2)
     if kind == (G.CAPSULE, G.BOX):
-        from jaxsim.collision import box_primitives
         return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2)
     if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
         poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
