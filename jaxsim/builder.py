@@ -86,10 +86,26 @@ def mat_to_quat_np(r: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-def mesh_edges(faces: np.ndarray) -> np.ndarray:
-    """Unique undirected edges (k, 2) of a triangle mesh."""
+def mesh_edges(faces: np.ndarray, vertices: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Unique undirected edges (k, 2) of a triangle mesh, and the number of distinct
+    edge directions.
+
+    With ``vertices`` the edges are reordered so that the first ``naxis`` have
+    pairwise non-parallel directions and every later edge is parallel to one of them
+    (the separating-axis test needs one edge per direction: a 16-sided prism has 33
+    directions, not 48 edges).
+    """
     e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
-    return np.unique(np.sort(e, axis=1), axis=0)
+    edges = np.unique(np.sort(e, axis=1), axis=0)
+    if vertices is None or len(edges) == 0:
+        return edges, len(edges)
+    d = vertices[edges[:, 1]] - vertices[edges[:, 0]]
+    d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-300)
+    first, rest = [], []
+    for i in range(len(edges)):
+        parallel = first and np.min(np.linalg.norm(np.cross(d[i], d[first]), axis=1)) < 1e-9
+        (rest if parallel else first).append(i)
+    return edges[first + rest], len(first)
 
 
 @dataclasses.dataclass
@@ -179,7 +195,11 @@ class ModelBuilder:
     def __init__(self, *, timestep: float = 1e-3, gravity: Sequence[float] = (0, 0, -9.81),
                  density: float = 0.0, viscosity: float = 0.0,
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
-                 forward_dynamics: str = "crba", implicit_damping: bool = True):
+                 forward_dynamics: str = "crba", implicit_damping: bool = True,
+                 contact: str = "relaxed", contact_stiffness: float = 1000.0,
+                 contact_relaxation: float = 1.0, slip_gain: float = 100.0,
+                 solver_tol: float = 1e-6, solver_iterations: int = 500,
+                 adjoint: str = "implicit"):
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
         if integrator not in ("euler", "rk4"):
@@ -188,6 +208,20 @@ class ModelBuilder:
             raise ModelError(f"forward_dynamics must be 'aba' or 'crba', got {forward_dynamics!r}")
         if density < 0 or viscosity < 0:
             raise ModelError(f"density and viscosity must be >= 0, got {density}, {viscosity}")
+        if contact not in ("relaxed", "rigid", "none"):
+            raise ModelError(f"contact must be 'relaxed', 'rigid' or 'none', got {contact!r}")
+        if adjoint not in ("implicit", "unrolled"):
+            raise ModelError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
+        for name, value in (("contact_stiffness", contact_stiffness), ("contact_relaxation", contact_relaxation),
+                            ("slip_gain", slip_gain), ("solver_tol", solver_tol)):
+            if not value >= 0:
+                raise ModelError(f"{name} must be >= 0, got {value}")
+        if int(solver_iterations) < 1:
+            raise ModelError(f"solver_iterations must be >= 1, got {solver_iterations}")
+        self.contact, self.adjoint = contact, adjoint
+        self.contact_params = (float(contact_stiffness), float(contact_relaxation), float(slip_gain),
+                               float(solver_tol))
+        self.solver_iterations = int(solver_iterations)
         self.timestep = float(timestep)
         self.gravity = _vec(gravity, 3, "gravity")
         self.density, self.viscosity = float(density), float(viscosity)
@@ -607,7 +641,7 @@ class ModelBuilder:
         maxf = max([1] + [len(f) for _, f in self.meshes])
         mesh_vert = np.zeros((len(self.meshes), maxv, 3))
         mesh_face = np.zeros((len(self.meshes), maxf, 3), dtype=np.int32)
-        edges = [mesh_edges(f) for _, f in self.meshes]
+        edges, naxis = zip(*[mesh_edges(f, v) for v, f in self.meshes]) if self.meshes else ((), ())
         mesh_edge = np.zeros((len(self.meshes), max([1] + [len(e) for e in edges]), 2), dtype=np.int32)
         for m_i, (v, f) in enumerate(self.meshes):
             mesh_vert[m_i, :len(v)] = v
@@ -641,6 +675,7 @@ class ModelBuilder:
             mesh_nvert=tuple(len(v) for v, _ in self.meshes),
             mesh_nface=tuple(len(f) for _, f in self.meshes),
             mesh_nedge=tuple(len(e) for e in edges),
+            mesh_naxis=tuple(naxis),
             hfield_nrow=tuple(h.shape[0] for _, h in self.hfields),
             hfield_ncol=tuple(h.shape[1] for _, h in self.hfields),
             actuator_dyntype=tuple(int(a.dyntype) for a in self.actuators),
@@ -668,6 +703,10 @@ class ModelBuilder:
         default_range = np.zeros(2)
         opt = Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
                       density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
+                      contact_stiffness=arr(self.contact_params[0]),
+                      contact_relaxation=arr(self.contact_params[1]),
+                      slip_gain=arr(self.contact_params[2]), solver_tol=arr(self.contact_params[3]),
+                      contact=self.contact, solver_iterations=self.solver_iterations, adjoint=self.adjoint,
                       integrator=self.integrator, forward_dynamics=self.forward_dynamics,
                       implicit_damping=self.implicit_damping,
                       fluid=self.density > 0 or self.viscosity > 0)

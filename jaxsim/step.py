@@ -1,9 +1,12 @@
 """``step`` and ``rollout``: the simulation loop as a short chain of named stages.
 
-    kinematics -> velocities -> forces (passive, actuators) -> forward dynamics -> integrate
+    kinematics -> velocities -> forces (passive, actuators) -> smooth dynamics
+      -> collision -> contact space -> contact impulses (QP) -> integrate
 
-Contact arrives with the contact issue as further stages between forces and
-integration; until then the step is contact-free.
+Semi-implicit Euler: ``v+ = v + dt M^-1 (tau - c) + M^-1 J^T df`` with the impulses
+``df`` of the contact model (``contact/point.py``), then ``q+`` from ``v+``. With RK4
+the impulses are computed once from the Euler prediction and applied as a constant
+generalized force ``J^T df / dt`` over the four stages.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim import dynamics, integrator
-from jaxsim.kinematics import body_velocities, forward_kinematics
-from jaxsim.types import Model, State
+from jaxsim.collision.driver import collide
+from jaxsim.collision.pairs import pair_plan
+from jaxsim.contact import point
+from jaxsim.contact.space import contact_jacobian, contact_space
+from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
+from jaxsim.types import ContactState, Model, SolverStats, State
 
 Array = jax.Array
 
@@ -25,11 +32,18 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
     dtype = model.dtype
     as_arr = lambda x, default, n: jnp.broadcast_to(  # noqa: E731
         jnp.asarray(default if x is None else x, dtype), (n,))
+    ncon = pair_plan(model.topo).ncon if model.opt.contact != "none" else 0
+    contact = ContactState(
+        active=jnp.zeros((ncon,), bool), feature=jnp.zeros((ncon,), jnp.int32),
+        ref_g1=jnp.zeros((ncon, 3), dtype), slipping=jnp.zeros((ncon,), bool),
+        impulse=jnp.zeros((ncon, 3), dtype), force_w=jnp.zeros((ncon, 3), dtype))
     return State(
         q=as_arr(q, model.qpos0, model.nq), v=as_arr(v, 0.0, model.nv),
         act=as_arr(act, 0.0, model.topo.na), time=jnp.zeros((), dtype),
         ctrl=as_arr(ctrl, 0.0, model.nu), qacc=jnp.zeros((model.nv,), dtype),
-        nonfinite=jnp.zeros((), bool))
+        nonfinite=jnp.zeros((), bool), contact=contact,
+        solver=SolverStats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype)),
+        overflow=jnp.zeros((), jnp.int32))
 
 
 def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
@@ -53,6 +67,29 @@ def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
     return qacc, act_dot
 
 
+def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
+            qfrc_applied: Array | None, extra_diag):
+    """Mass-matrix Cholesky factor, contact-free qacc and act_dot at the step start."""
+    body_vel, cdot = body_velocities(model, kin, v)
+    tau = dynamics.passive_forces(model, q, v, kin, body_vel)
+    qfrc_act, act_dot = dynamics.actuator_forces(model, q, v, act, ctrl)
+    tau = tau + qfrc_act
+    if qfrc_applied is not None:
+        tau = tau + qfrc_applied
+    bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
+    m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
+    factor = jax.scipy.linalg.cho_factor(m, lower=True)
+    return factor, jax.scipy.linalg.cho_solve(factor, tau - bias), act_dot
+
+
+def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array):
+    """Contact stage: (dv (nv,), ContactState, SolverStats, overflow ())."""
+    contacts = collide(model, kin)
+    space = contact_space(contact_jacobian(model, kin, contacts), factor, v_free)
+    df, cstate, stats = point.solve(model, kin, contacts, state.contact, space, state.v)
+    return space.Minv_JT @ df.reshape(-1), cstate, stats, contacts.overflow
+
+
 def step(model: Model, state: State, ctrl: Array | None = None,
          qfrc_applied: Array | None = None) -> State:
     """Advance ``state`` by ``model.opt.timestep`` under control ``ctrl`` (nu,).
@@ -65,17 +102,35 @@ def step(model: Model, state: State, ctrl: Array | None = None,
     """
     ctrl = state.ctrl if ctrl is None else jnp.asarray(ctrl, state.v.dtype)
     dt = model.opt.timestep
+    with_contact = model.opt.contact != "none" and pair_plan(model.topo).ncon > 0
+    cstate, stats, overflow = state.contact, state.solver, jnp.zeros((), jnp.int32)
     if model.opt.integrator == "rk4":
-        f = lambda q, v, a: accelerations(model, q, v, a, ctrl, qfrc_applied)  # noqa: E731
+        qfrc = qfrc_applied
+        if with_contact:
+            kin = forward_kinematics(model, state.q)
+            factor, qacc_free, _ = _smooth(model, kin, state.q, state.v, state.act, ctrl, qfrc_applied, 0.0)
+            dv, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc_free)
+            qfrc_contact = dynamics.mass_matrix(model, kin) @ dv / dt
+            qfrc = qfrc_contact if qfrc is None else qfrc + qfrc_contact
+        f = lambda q, v, a: accelerations(model, q, v, a, ctrl, qfrc)  # noqa: E731
         qacc, act_dot = f(state.q, state.v, state.act)
         q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, qacc, act_dot)
     else:
         extra = dt * model.dof_damping if model.opt.implicit_damping else 0.0
-        qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
+        if with_contact:
+            kin = forward_kinematics(model, state.q)
+            factor, qacc_free, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
+                                                 qfrc_applied, extra)
+            v_free = state.v + dt * qacc_free
+            dv, cstate, stats, overflow = _contact(model, kin, state, factor, v_free)
+            qacc = qacc_free + dv / dt
+        else:
+            qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
         q, v, act = integrator.euler(model, state.q, state.v, state.act, qacc, act_dot)
     finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(act))
     return State(q=q, v=v, act=act, time=state.time + dt, ctrl=ctrl, qacc=qacc,
-                 nonfinite=state.nonfinite | ~finite)
+                 nonfinite=state.nonfinite | ~finite, contact=cstate, solver=stats,
+                 overflow=state.overflow + overflow)
 
 
 def rollout(model: Model, state: State, ctrls: Array) -> tuple[State, State]:

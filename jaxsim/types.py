@@ -121,6 +121,7 @@ class Topology:
     mesh_nvert: tuple = static()
     mesh_nface: tuple = static()
     mesh_nedge: tuple = static()
+    mesh_naxis: tuple = static()  # edges with distinct directions (they come first)
     hfield_nrow: tuple = static()
     hfield_ncol: tuple = static()
     actuator_dyntype: tuple = static()  # DynType values
@@ -147,10 +148,18 @@ class Options:
     density: Array  # () kg/m^3 of the surrounding medium (fluid forces)
     viscosity: Array  # () Pa s of the surrounding medium
     wind: Array  # (3,) m/s, velocity of the medium
+    # contact (SPEC section 2; RoKi-FD defaults)
+    contact_stiffness: Array  # () 1/s, K: penetration / drift correction rate
+    contact_relaxation: Array  # () lambda (kg^-2 s^2 ... see contact/point.py), QP relaxation
+    slip_gain: Array  # () s/m, k_w of w(x) = 1 - exp(-k_w x) for kinetic friction
+    solver_tol: Array  # () relative tolerance of the contact QP
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
     fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
+    contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none"
+    solver_iterations: int = static(500)  # QP iteration cap
+    adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
 
 
 @pytree_dataclass
@@ -279,6 +288,37 @@ class Contacts:
 
 
 @pytree_dataclass
+class ContactState:
+    """Per contact slot, what the point-contact model carries from step to step.
+
+    Attributes:
+      active: (ncon,) bool, the slot was in contact after the last step.
+      feature: (ncon,) int32, its feature id then.
+      ref_g1: (ncon, 3) m, reference point p_ref in geom1's frame (SPEC 2).
+      slipping: (ncon,) bool, kinetic friction acted on the slot last step.
+      impulse: (ncon, 3) N s, last impulse on geom2 in the contact frame (normal,
+        tangent 1, tangent 2): the QP's warm start.
+      force_w: (ncon, 3) N, last contact force on geom2 (impulse / dt), world frame.
+    """
+
+    active: Array
+    feature: Array
+    ref_g1: Array
+    slipping: Array
+    impulse: Array
+    force_w: Array
+
+
+@pytree_dataclass
+class SolverStats:
+    """Contact QP statistics of the last step: ``iterations`` () int32 and
+    ``residual`` () (relative; see ``solver/qp.py``)."""
+
+    iterations: Array
+    residual: Array
+
+
+@pytree_dataclass
 class State:
     """What a step changes.
 
@@ -290,6 +330,9 @@ class State:
       ctrl: (nu,) the last control applied.
       qacc: (nv,) generalized accelerations of the last step.
       nonfinite: () bool, set once any q, v or act became NaN/inf; stays set.
+      contact: ContactState of the last step.
+      solver: SolverStats of the last step.
+      overflow: () int32, contacts dropped by full contact buffers, summed over steps.
     """
 
     q: Array
@@ -299,6 +342,9 @@ class State:
     ctrl: Array
     qacc: Array
     nonfinite: Array
+    contact: ContactState
+    solver: SolverStats
+    overflow: Array
 
 
 def _index(names: tuple, name: str, what: str) -> int:

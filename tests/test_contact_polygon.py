@@ -30,7 +30,7 @@ def hull(points, pos, rot, nvert=24, nface=44, nedge=66):
     flip = np.einsum("fi,fi->f", np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]),
                      h.equations[:, :3]) < 0
     faces[flip] = faces[flip][:, ::-1]
-    edges = mesh_edges(faces)
+    edges, _ = mesh_edges(faces)
     pad = lambda x, n: np.concatenate([x, np.zeros((n - len(x),) + x.shape[1:], x.dtype)])  # noqa: E731
     mask = lambda k, n: jnp.asarray(np.arange(n) < k)  # noqa: E731
     return convex.mesh_polytope(jnp.asarray(pos), jnp.asarray(rot), jnp.asarray(pad(points, nvert)),

@@ -41,10 +41,12 @@ def _mesh_inputs(model: Model, geoms: np.ndarray):
     topo = model.topo
     mids = np.asarray(topo.geom_mesh)[geoms]
     nv, nf, ne = (np.asarray(c)[mids] for c in (topo.mesh_nvert, topo.mesh_nface, topo.mesh_nedge))
+    na = np.asarray(topo.mesh_naxis)[mids]
     mask = lambda counts, size: jnp.asarray(np.arange(size)[None] < counts[:, None])  # noqa: E731
+    naxis = int(na.max())
     return (model.mesh_vert[mids], model.mesh_face[mids], model.mesh_edge[mids],
             mask(nv, model.mesh_vert.shape[1]), mask(nf, model.mesh_face.shape[1]),
-            mask(ne, model.mesh_edge.shape[1]))
+            mask(ne, model.mesh_edge.shape[1]), naxis, mask(na, naxis))
 
 
 def _polytopes(model: Model, kin: Kinematics, geoms: np.ndarray):
@@ -52,7 +54,9 @@ def _polytopes(model: Model, kin: Kinematics, geoms: np.ndarray):
     pos, rot = kin.geom_pos_w[geoms], kin.geom_rot_w[geoms]
     if model.topo.geom_type[geoms[0]] == G.BOX:
         return jax.vmap(convex.box_polytope)(pos, rot, model.geom_size[geoms])
-    return jax.vmap(convex.mesh_polytope)(pos, rot, *_mesh_inputs(model, geoms))
+    *arrays, naxis, axis_mask = _mesh_inputs(model, geoms)
+    place = lambda *x: convex.mesh_polytope(*x[:-1], naxis=naxis, axis_mask=x[-1])  # noqa: E731
+    return jax.vmap(place)(pos, rot, *arrays, axis_mask)
 
 
 def _bound_radius(model: Model) -> Array:

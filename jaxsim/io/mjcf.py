@@ -221,6 +221,8 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
     if flag("mjDSBL_ACTUATION") and m.nu:
         raise ModelError("option flag actuation='disable' is not supported")
     no_spring, no_damper, no_clamp = flag("mjDSBL_SPRING"), flag("mjDSBL_DAMPER"), flag("mjDSBL_CLAMPCTRL")
+    if flag("mjDSBL_CONTACT") or flag("mjDSBL_CONSTRAINT"):
+        opts["contact"] = "none"
     opts.update(options)
     b = ModelBuilder(**opts)
 

@@ -1,0 +1,1 @@
+"""Contact models: contact-space operators and the point-contact model."""

@@ -1,0 +1,82 @@
+"""Contact-space operators (SPEC section 1): ``v+ = A df + b``.
+
+For the ``m = ncon`` contact slots (three rows each: normal, tangent 1, tangent 2 of
+the slot's ``frame_w``) the contact Jacobian ``J`` (3m, nv) maps generalized
+velocities to the velocity of geom2's contact point relative to geom1's, in the
+contact frame; impulses ``df`` act on geom2 (and the opposite on geom1). Then
+
+    A = J M^-1 J^T  (3m, 3m),   b = J v_free = J (v + dt M^-1 (tau - c)) = a0 dt + v-
+
+built densely from the mass matrix's Cholesky factor (CRBA). Inactive slots get zero
+rows, so they exert nothing and see nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim.collision.pairs import pair_plan
+from jaxsim.kinematics import Kinematics, plan
+from jaxsim.types import Contacts, Model, Topology
+
+Array = jax.Array
+
+
+class SlotInfo(NamedTuple):
+    """Static per-slot indices (numpy)."""
+
+    geom1: np.ndarray  # (ncon,)
+    geom2: np.ndarray
+    body1: np.ndarray
+    body2: np.ndarray
+    groups: tuple  # ((first slot, npair, nslot), ...) contiguous blocks of one pair kind
+
+
+@functools.lru_cache(maxsize=64)
+def slot_info(topo: Topology) -> SlotInfo:
+    pp = pair_plan(topo)
+    g1 = np.concatenate([np.repeat(g.geom1, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
+    g2 = np.concatenate([np.repeat(g.geom2, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
+    body = np.asarray(topo.geom_body)
+    groups = tuple((int(g.slot0[0]), len(g.geom1), g.nslot) for g in pp.groups)
+    return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups)
+
+
+def _point_jacobians(model: Model, kin: Kinematics, bodies: np.ndarray, point_w: Array) -> Array:
+    """(ncon, 3, nv) world-velocity Jacobians of points fixed to ``bodies``."""
+    mask = jnp.asarray(plan(model.topo).body_dof[bodies], point_w.dtype)  # (ncon, nv)
+    s = kin.dof_motion  # (nv, 6) about each body's tree reference point
+    r = point_w - kin.body_ref_w[bodies]  # (ncon, 3)
+    lin = s[None, :, 3:] + jnp.cross(s[None, :, :3], r[:, None, :])  # (ncon, nv, 3)
+    return jnp.swapaxes(lin * mask[..., None], 1, 2)
+
+
+def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> Array:
+    """(ncon, 3, nv) Jacobian of geom2's point velocity relative to geom1's, in each
+    slot's contact frame (rows: normal, tangent 1, tangent 2); zero for inactive slots."""
+    info = slot_info(model.topo)
+    j2 = _point_jacobians(model, kin, info.body2, contacts.pos_w)
+    j1 = _point_jacobians(model, kin, info.body1, contacts.pos_w)
+    jac = jnp.einsum("cij,cjv->civ", contacts.frame_w, j2 - j1)
+    return jnp.where(contacts.active[:, None, None], jac, 0.0)
+
+
+class ContactSpace(NamedTuple):
+    J: Array  # (3m, nv)
+    Minv_JT: Array  # (nv, 3m)
+    A: Array  # (3m, 3m)
+    b: Array  # (3m,) m/s, contact velocities after the step without contact impulses
+
+
+def contact_space(jac: Array, mass_factor, v_free: Array) -> ContactSpace:
+    """Operators of SPEC section 1 from the Jacobian (ncon, 3, nv), the Cholesky factor
+    of M (``jax.scipy.linalg.cho_factor``) and the contact-free next velocity."""
+    J = jac.reshape(-1, jac.shape[-1])
+    minv_jt = jax.scipy.linalg.cho_solve(mass_factor, J.T)
+    A = J @ minv_jt
+    return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free)

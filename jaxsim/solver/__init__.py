@@ -1,0 +1,1 @@
+"""Solvers shared by the contact models."""

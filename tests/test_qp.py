@@ -1,0 +1,137 @@
+"""The projected-gradient QP solver (jaxsim/solver/qp.py): solutions against SciPy and
+the KKT conditions, cone projection against its definition, implicit gradients against
+finite differences and against the unrolled iteration, jit / vmap / float32."""
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.test_util import check_grads
+from scipy.optimize import minimize
+
+from jaxsim.solver import qp as Q
+
+
+def random_problem(rng, n, ncone=0, cond=50.0):
+    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    H = u @ np.diag(np.geomspace(1.0, cond, n)) @ u.T
+    g = rng.standard_normal(n) * 3
+    lower = np.where(rng.random(n) < 0.5, 0.0, -np.inf)
+    upper = np.where(rng.random(n) < 0.3, 0.5, np.inf)
+    mu = rng.uniform(0.2, 1.0, ncone)
+    return Q.QP(*(jnp.asarray(a) for a in (H, g, lower, upper, mu)))
+
+
+solve = jax.jit(Q.solve, static_argnames=("max_iter", "block", "adjoint"))
+
+
+def scipy_solution(p):
+    H, g = np.asarray(p.H), np.asarray(p.g)
+    n, ncone = len(g), len(p.mu)
+    cons = [{"type": "ineq", "fun": (lambda x, i=i: float(p.mu[i]) * x[3 * i] - np.linalg.norm(x[3 * i + 1:3 * i + 3]))}
+            for i in range(ncone)]
+    bounds = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(up) else up)
+              for lo, up in zip(np.asarray(p.lower), np.asarray(p.upper))]
+    for i in range(3 * ncone):
+        bounds[i] = (0.0, None) if i % 3 == 0 else (None, None)
+    r = minimize(lambda x: 0.5 * x @ H @ x + g @ x, np.zeros(n), jac=lambda x: H @ x + g,
+                 bounds=bounds, constraints=cons, method="SLSQP", options={"ftol": 1e-14, "maxiter": 1000})
+    return r.x
+
+
+@pytest.mark.parametrize("ncone", [0, 3])
+def test_matches_scipy(ncone):
+    rng = np.random.default_rng(ncone)
+    for _ in range(5):
+        p = random_problem(rng, 12, ncone)
+        x, stats = solve(p, jnp.zeros(12), 1e-12, max_iter=20000, block=3 if ncone else 1)
+        # SLSQP may violate the cone constraints by ~1e-8: compare with its projection
+        ref = np.asarray(Q.project(jnp.asarray(scipy_solution(p)), p.lower, p.upper, p.mu))
+        f = lambda z: 0.5 * z @ np.asarray(p.H) @ z + np.asarray(p.g) @ z  # noqa: E731
+        assert int(stats.iterations) < 20000 and float(stats.residual) <= 1e-12
+        assert f(np.asarray(x)) <= f(ref) + 1e-12
+        np.testing.assert_allclose(x, ref, atol=5e-5)
+
+
+def test_kkt_box():
+    """Box QP: the gradient vanishes on free variables and points inward at bounds."""
+    rng = np.random.default_rng(5)
+    p = random_problem(rng, 30, cond=1e3)
+    x, _ = solve(p, jnp.zeros(30), 1e-13, max_iter=50000)
+    x, grad = np.asarray(x), np.asarray(p.H @ x + p.g)
+    lo, up = np.asarray(p.lower), np.asarray(p.upper)
+    free = (x > lo + 1e-9) & (x < up - 1e-9)
+    assert np.max(np.abs(grad[free])) < 1e-7
+    assert np.all(grad[np.isclose(x, lo)] > -1e-7) and np.all(grad[np.isclose(x, up)] < 1e-7)
+
+
+def test_cone_projection_definition():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        x, mu = rng.standard_normal(3) * 2, rng.uniform(0.1, 2.0)
+        p = np.asarray(Q.project_cone(jnp.asarray(x), jnp.asarray(mu)))
+        assert np.linalg.norm(p[1:]) <= mu * p[0] + 1e-12
+        # the projection's optimality: (x - p) is in the polar cone and orthogonal to p
+        r = x - p
+        assert abs(r @ p) < 1e-10
+        for _ in range(20):  # no feasible point is closer
+            n = abs(rng.standard_normal()) * 3
+            t = rng.standard_normal(2)
+            t = t / np.linalg.norm(t) * mu * n * rng.random()
+            assert np.linalg.norm(x - np.r_[n, t]) >= np.linalg.norm(r) - 1e-12
+
+
+def test_warm_start_from_solution_stops_at_once():
+    rng = np.random.default_rng(2)
+    p = random_problem(rng, 12, 2)
+    x, s1 = solve(p, jnp.zeros(12), 1e-10, max_iter=20000, block=3)
+    _, s2 = solve(p, x, 1e-10, max_iter=20000, block=3)
+    assert int(s2.iterations) <= 2 < int(s1.iterations)
+
+
+def loss_fn(adjoint, max_iter):
+    def loss(H_half, g, lower, upper, mu):
+        H = H_half @ H_half.T + 0.5 * jnp.eye(H_half.shape[0])
+        x, _ = Q.solve(Q.QP(H, g, lower, upper, mu), jnp.zeros_like(g), 1e-14, max_iter=max_iter,
+                       block=3, adjoint=adjoint)
+        return jnp.sum(jnp.sin(x) * jnp.arange(1, g.shape[0] + 1))
+    return loss
+
+
+def test_implicit_gradients_against_finite_differences_and_unrolled():
+    rng = np.random.default_rng(3)
+    n = 9
+    args = (jnp.asarray(rng.standard_normal((n, n)) * 0.5), jnp.asarray(rng.standard_normal(n)),
+            jnp.asarray(np.r_[np.zeros(6), -np.inf * np.ones(3)]), jnp.asarray(np.r_[np.full(6, np.inf), [0.3, np.inf, np.inf]]),
+            jnp.asarray([0.6]))
+    implicit = jax.jit(loss_fn("implicit", 100000))
+    check_grads(lambda H_half, g: implicit(H_half, g, *args[2:]), args[:2], order=1, modes=("fwd", "rev"),
+                atol=1e-5, rtol=1e-5)
+    g_imp = jax.jit(jax.grad(loss_fn("implicit", 100000), argnums=(0, 1, 3, 4)))(*args)
+    g_unr = jax.jit(jax.grad(loss_fn("unrolled", 4000), argnums=(0, 1, 3, 4)))(*args)
+    for a, b in zip(g_imp, g_unr):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # friction coefficient and bound: central differences
+    f = jax.jit(loss_fn("implicit", 100000))
+    for k, idx in ((4, 0), (3, 6)):
+        h = 1e-6
+        up = [a for a in args]
+        dn = [a for a in args]
+        up[k] = args[k].at[idx].add(h)
+        dn[k] = args[k].at[idx].add(-h)
+        fd = (f(*up) - f(*dn)) / (2 * h)
+        np.testing.assert_allclose(g_imp[2 if k == 3 else 3][idx], fd, rtol=1e-5, atol=1e-8)
+
+
+def test_vmap_float32():
+    rng = np.random.default_rng(4)
+    ps = [random_problem(rng, 9, 1) for _ in range(4)]
+    batch = jax.tree.map(lambda *a: jnp.stack(a), *ps)
+    xs, st = jax.jit(jax.vmap(lambda p: Q.solve(p, jnp.zeros(9), 1e-12, max_iter=20000, block=3)))(batch)
+    for i, p in enumerate(ps):
+        x, _ = solve(p, jnp.zeros(9), 1e-12, max_iter=20000, block=3)
+        np.testing.assert_allclose(xs[i], x, atol=1e-9)
+        p32 = jax.tree.map(lambda a: a.astype(jnp.float32), p)
+        x32, s32 = solve(p32, jnp.zeros(9, jnp.float32), 1e-6, max_iter=20000, block=3)
+        assert x32.dtype == jnp.float32
+        np.testing.assert_allclose(x32, x, atol=1e-3)
