@@ -199,7 +199,7 @@ class ModelBuilder:
                  contact: str = "relaxed", contact_stiffness: float = 1000.0,
                  contact_relaxation: float = 1.0, slip_gain: float = 100.0,
                  solver_tol: float = 1e-6, solver_iterations: int = 500,
-                 adjoint: str = "implicit"):
+                 adjoint: str = "implicit", max_contacts: int = 0):
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
         if integrator not in ("euler", "rk4"):
@@ -222,6 +222,9 @@ class ModelBuilder:
         self.contact_params = (float(contact_stiffness), float(contact_relaxation), float(slip_gain),
                                float(solver_tol))
         self.solver_iterations = int(solver_iterations)
+        if int(max_contacts) < 0:
+            raise ModelError(f"max_contacts must be >= 0 (0: all contact slots), got {max_contacts}")
+        self.max_contacts = int(max_contacts)
         self.timestep = float(timestep)
         self.gravity = _vec(gravity, 3, "gravity")
         self.density, self.viscosity = float(density), float(viscosity)
@@ -707,6 +710,7 @@ class ModelBuilder:
                       contact_relaxation=arr(self.contact_params[1]),
                       slip_gain=arr(self.contact_params[2]), solver_tol=arr(self.contact_params[3]),
                       contact=self.contact, solver_iterations=self.solver_iterations, adjoint=self.adjoint,
+                      max_contacts=self.max_contacts,
                       integrator=self.integrator, forward_dynamics=self.forward_dynamics,
                       implicit_damping=self.implicit_damping,
                       fluid=self.density > 0 or self.viscosity > 0)

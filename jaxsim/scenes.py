@@ -44,6 +44,36 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
         parent = name
     if floor:
         b.add_geom("world", "plane", (0, 0, 0), name="floor", friction=(1.0, 0.4))
+        for i in range(n):  # the paper's scene: links touch the ground, not each other
+            for j in range(i + 2, n):
+                b.add_exclude(f"link{i}", f"link{j}")
+    return b.build(dtype)
+
+
+CUBE_SIZE, CUBE_MASS = 0.1, 0.5  # m, kg: SPEC section 3's cube
+
+
+def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3),
+         timestep: float = 1e-3, gravity=(0.0, 0.0, -9.81), dtype=jnp.float32, **options) -> Model:
+    """A 0.1 m, 0.5 kg cube (free joint) above a floor plane at z = 0.
+
+    Args:
+      height: initial height of its centre, m (0.05: resting on the floor).
+      euler_deg: initial orientation, extrinsic x-y-z rotations in degrees.
+      friction: (static, kinetic) coefficients of both the cube and the floor.
+      gravity: (3,) m/s^2 (tilt it to put the cube on an incline).
+      **options: further ModelBuilder options (contact parameters, solver, ...).
+    """
+    from scipy.spatial.transform import Rotation
+
+    b = ModelBuilder(timestep=timestep, gravity=gravity, **options)
+    b.add_geom("world", "plane", (0, 0, 0), name="floor", friction=friction)
+    quat_xyzw = Rotation.from_euler("xyz", euler_deg, degrees=True).as_quat()
+    inertia = CUBE_MASS * CUBE_SIZE ** 2 / 6.0
+    b.add_body("cube", "world", pos=(0, 0, height), quat=np.roll(quat_xyzw, 1), mass=CUBE_MASS,
+               inertia=np.full(3, inertia))
+    b.add_joint("cube", "free", name="cube")
+    b.add_geom("cube", "box", (CUBE_SIZE / 2,) * 3, name="cube", friction=friction)
     return b.build(dtype)
 
 

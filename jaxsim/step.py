@@ -20,7 +20,7 @@ from jaxsim import dynamics, integrator
 from jaxsim.collision.driver import collide
 from jaxsim.collision.pairs import pair_plan
 from jaxsim.contact import point
-from jaxsim.contact.space import contact_jacobian, contact_space
+from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
 from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
 from jaxsim.types import ContactState, Model, SolverStats, State
 
@@ -83,11 +83,32 @@ def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl:
 
 
 def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array):
-    """Contact stage: (dv (nv,), ContactState, SolverStats, overflow ())."""
+    """Contact stage: (dv (nv,), ContactState, SolverStats, overflow ()).
+
+    With ``opt.max_contacts = K`` (0 < K < ncon) only the K deepest active slots enter
+    the solver (a static-size selection by ``top_k``); active slots beyond K are
+    counted as overflow."""
     contacts = collide(model, kin)
-    space = contact_space(contact_jacobian(model, kin, contacts), factor, v_free)
-    df, cstate, stats = point.solve(model, kin, contacts, state.contact, space, state.v)
-    return space.Minv_JT @ df.reshape(-1), cstate, stats, contacts.overflow
+    prev = point.match_previous(model, contacts, state.contact)
+    info = slot_info(model.topo)
+    ncon, k = contacts.active.shape[0], model.opt.max_contacts
+    overflow = contacts.overflow
+    if 0 < k < ncon:
+        _, idx = jax.lax.top_k(jnp.where(contacts.active, contacts.depth, -jnp.inf), k)
+        pick = lambda x: x[idx]  # noqa: E731
+        sub = jax.tree.map(pick, contacts.replace(overflow=jnp.zeros((ncon,), jnp.int32)))
+        prev = jax.tree.map(pick, prev)
+        overflow = overflow + (jnp.sum(contacts.active) - jnp.sum(sub.active)).astype(jnp.int32)
+        geom1, geom2 = jnp.asarray(info.geom1)[idx], jnp.asarray(info.geom2)[idx]
+        body1, body2 = jnp.asarray(info.body1)[idx], jnp.asarray(info.body2)[idx]
+    else:
+        idx, sub = None, contacts
+        geom1, geom2, body1, body2 = info.geom1, info.geom2, info.body1, info.body2
+    space = contact_space(contact_jacobian(model, kin, sub, body1, body2), factor, v_free)
+    df, cstate, stats = point.solve(model, kin, sub, prev, space, state.v, geom1, geom2)
+    if idx is not None:  # back to the full slot buffer
+        cstate = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), state.contact, cstate)
+    return space.Minv_JT @ df.reshape(-1), cstate, stats, overflow
 
 
 def step(model: Model, state: State, ctrl: Array | None = None,

@@ -160,6 +160,7 @@ class Options:
     contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none"
     solver_iterations: int = static(500)  # QP iteration cap
     adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
+    max_contacts: int = static(0)  # > 0: solve for at most this many (deepest) active slots
 
 
 @pytree_dataclass

@@ -88,19 +88,17 @@ def match_previous(model: Model, contacts: Contacts, prev: ContactState) -> Prev
     return Previous(jnp.concatenate(kept), jnp.concatenate(ref), jnp.concatenate(slip), jnp.concatenate(imp))
 
 
-def _friction(model: Model) -> tuple[Array, Array]:
+def _friction(model: Model, geom1, geom2) -> tuple[Array, Array]:
     """(m,) static and kinetic coefficients per slot: the larger of the two geoms'."""
-    info = slot_info(model.topo)
     f = model.geom_friction
-    mu = jnp.maximum(f[info.geom1], f[info.geom2])
+    mu = jnp.maximum(f[geom1], f[geom2])
     return mu[:, 0], mu[:, 1]
 
 
 def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
-                     v_rel_w: Array) -> tuple[Array, Array]:
+                     v_rel_w: Array, geom1) -> tuple[Array, Array]:
     """(m, 3) contact points ``p`` (geom2's deepest) and references ``p_ref``, world."""
     dt = model.opt.timestep
-    info = slot_info(model.topo)
     n, depth = contacts.normal_w, contacts.depth[:, None]
     p = contacts.pos_w - 0.5 * depth * n
     on_plane = p + depth * n  # projection of p onto geom1's surface plane
@@ -110,13 +108,13 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     ok = den < -1e-9 * jnp.maximum(1.0, jnp.abs(num))  # moving into geom1
     s = jnp.clip(num / jnp.where(ok, den, 1.0), 0.0, 1.0)[:, None]
     entry = jnp.where(ok[:, None], p_prev + s * (p - p_prev), on_plane)
-    g1_pos, g1_rot = kin.geom_pos_w[info.geom1], kin.geom_rot_w[info.geom1]
+    g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     kept_ref = g1_pos + jnp.einsum("mij,mj->mi", g1_rot, prev.ref_g1)
     ref = jnp.where(prev.kept[:, None], jnp.where(prev.slipping[:, None], on_plane, kept_ref), entry)
     return p, ref
 
 
-def slip_decision(model: Model, df: Array, v_t: Array, sticking_before: Array):
+def slip_decision(model: Model, df: Array, v_t: Array, sticking_before: Array, geom1, geom2):
     """Which slots slip, and the kinetic impulse per unit normal impulse of each.
 
     Args:
@@ -127,7 +125,7 @@ def slip_decision(model: Model, df: Array, v_t: Array, sticking_before: Array):
     Returns:
       (slipping (m,) bool, skew (m, 2): f_t = skew f_n for slipping slots).
     """
-    mu_s, mu_k = _friction(model)
+    mu_s, mu_k = _friction(model, geom1, geom2)
     fn, ft = df[:, 0], df[:, 1:]
     ft_norm = math.safe_norm(ft)
     slipping = ft_norm > jnp.where(sticking_before, mu_s, mu_k) * fn
@@ -145,12 +143,16 @@ def _block_diag(blocks: Array) -> Array:
     return jnp.einsum("ij,iab->iajb", eye, blocks).reshape(m * k, m * k)
 
 
-def solve(model: Model, kin: Kinematics, contacts: Contacts, prev_state: ContactState,
-          space: ContactSpace, v: Array):
-    """One step of the point-contact model.
+def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
+          space: ContactSpace, v: Array, geom1: Array, geom2: Array):
+    """One step of the point-contact model on m slots (all of them, or a selection).
 
     Args:
+      contacts: the m slots' contacts.
+      prev: last step's data matched to them (:func:`match_previous`).
+      space: their contact-space operators.
       v: (nv,) generalized velocity at the start of the step.
+      geom1, geom2: (m,) their geom ids.
 
     Returns:
       (impulses (m, 3) on geom2 in the contact frames, new ContactState, SolverStats).
@@ -159,10 +161,9 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev_state: Contact
     m = contacts.active.shape[0]
     dtype = space.b.dtype
     active = contacts.active
-    prev = match_previous(model, contacts, prev_state)
     v_rel = (space.J @ v).reshape(m, 3)  # contact frame, start of step
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
-    p, ref = reference_points(model, kin, contacts, prev, v_rel_w)
+    p, ref = reference_points(model, kin, contacts, prev, v_rel_w, geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
     d = jnp.where(active[:, None], d, 0.0).reshape(-1)
 
@@ -187,7 +188,7 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev_state: Contact
 
     # friction decision (module docstring) and each slipping slot's friction direction
     sticking_before = ~(prev.kept & prev.slipping)
-    slipping, skew = slip_decision(model, df1, v_rel[:, 1:], sticking_before)
+    slipping, skew = slip_decision(model, df1, v_rel[:, 1:], sticking_before, geom1, geom2)
     slipping = slipping & active
 
     # pass 2: slipping impulses are f_n (n + skew) with skew = mu_k w u; their
@@ -208,14 +209,13 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev_state: Contact
     df = jnp.einsum("jab,jb->ja", T, x2.reshape(m, 3))
     df = jnp.where(active[:, None], df, 0.0)
     # sticking impulses stay inside the static cone
-    mu_s, _ = _friction(model)
+    mu_s, _ = _friction(model, geom1, geom2)
     ft_norm, cap = math.safe_norm(df[:, 1:]), mu_s * df[:, 0]
     shrink = jnp.where(ft_norm > cap, cap / jnp.maximum(ft_norm, 1e-30), 1.0)
     df = jnp.concatenate([df[:, :1], df[:, 1:] * shrink[:, None]], -1)
     stats = qp.Stats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual))
 
-    info = slot_info(model.topo)
-    g1_pos, g1_rot = kin.geom_pos_w[info.geom1], kin.geom_rot_w[info.geom1]
+    g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     ref_g1 = jnp.einsum("mji,mj->mi", g1_rot, ref - g1_pos)
     force_w = jnp.einsum("mij,mi->mj", contacts.frame_w, df) / opt.timestep
     state = ContactState(active=active, feature=contacts.feature,

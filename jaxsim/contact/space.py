@@ -47,21 +47,21 @@ def slot_info(topo: Topology) -> SlotInfo:
     return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups)
 
 
-def _point_jacobians(model: Model, kin: Kinematics, bodies: np.ndarray, point_w: Array) -> Array:
-    """(ncon, 3, nv) world-velocity Jacobians of points fixed to ``bodies``."""
-    mask = jnp.asarray(plan(model.topo).body_dof[bodies], point_w.dtype)  # (ncon, nv)
+def _point_jacobians(model: Model, kin: Kinematics, bodies, point_w: Array) -> Array:
+    """(ncon, 3, nv) world-velocity Jacobians of points fixed to ``bodies`` (ncon,)."""
+    mask = jnp.asarray(plan(model.topo).body_dof, point_w.dtype)[bodies]  # (ncon, nv)
     s = kin.dof_motion  # (nv, 6) about each body's tree reference point
     r = point_w - kin.body_ref_w[bodies]  # (ncon, 3)
     lin = s[None, :, 3:] + jnp.cross(s[None, :, :3], r[:, None, :])  # (ncon, nv, 3)
     return jnp.swapaxes(lin * mask[..., None], 1, 2)
 
 
-def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> Array:
+def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts, body1, body2) -> Array:
     """(ncon, 3, nv) Jacobian of geom2's point velocity relative to geom1's, in each
-    slot's contact frame (rows: normal, tangent 1, tangent 2); zero for inactive slots."""
-    info = slot_info(model.topo)
-    j2 = _point_jacobians(model, kin, info.body2, contacts.pos_w)
-    j1 = _point_jacobians(model, kin, info.body1, contacts.pos_w)
+    slot's contact frame (rows: normal, tangent 1, tangent 2); zero for inactive slots.
+    ``body1``, ``body2`` (ncon,): the bodies of the slots' geoms."""
+    j2 = _point_jacobians(model, kin, body2, contacts.pos_w)
+    j1 = _point_jacobians(model, kin, body1, contacts.pos_w)
     jac = jnp.einsum("cij,cjv->civ", contacts.frame_w, j2 - j1)
     return jnp.where(contacts.active[:, None, None], jac, 0.0)
 
