@@ -53,12 +53,7 @@ def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
     ``extra_diag`` (nv,) is added to the mass-matrix diagonal (implicit damping).
     """
     kin = forward_kinematics(model, q)
-    body_vel, cdot = body_velocities(model, kin, v)
-    tau = dynamics.passive_forces(model, q, v, kin, body_vel)
-    qfrc_act, act_dot = dynamics.actuator_forces(model, q, v, act, ctrl)
-    tau = tau + qfrc_act
-    if qfrc_applied is not None:
-        tau = tau + qfrc_applied
+    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied)
     if model.opt.forward_dynamics == "crba":
         bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
         qacc = dynamics.forward_dynamics_crba(model, kin, tau, bias, extra_diag)
@@ -67,15 +62,22 @@ def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
     return qacc, act_dot
 
 
-def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
-            qfrc_applied: Array | None, extra_diag):
-    """Mass-matrix Cholesky factor, contact-free qacc and act_dot at the step start."""
+def _forces(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
+            qfrc_applied: Array | None):
+    """Passive + actuator (+ applied) generalized forces, act_dot, body velocities."""
     body_vel, cdot = body_velocities(model, kin, v)
     tau = dynamics.passive_forces(model, q, v, kin, body_vel)
     qfrc_act, act_dot = dynamics.actuator_forces(model, q, v, act, ctrl)
     tau = tau + qfrc_act
     if qfrc_applied is not None:
         tau = tau + qfrc_applied
+    return tau, act_dot, body_vel, cdot
+
+
+def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
+            qfrc_applied: Array | None, extra_diag):
+    """Mass-matrix Cholesky factor, contact-free qacc and act_dot at the step start."""
+    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied)
     bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
     m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
     factor = jax.scipy.linalg.cho_factor(m, lower=True)
@@ -83,7 +85,8 @@ def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl:
 
 
 def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array):
-    """Contact stage: (dv (nv,), ContactState, SolverStats, overflow ()).
+    """Contact stage: (dv (nv,), generalized impulse J^T df (nv,), ContactState,
+    SolverStats, overflow ()).
 
     With ``opt.max_contacts = K`` (0 < K < ncon) only the K deepest active slots enter
     the solver (a static-size selection by ``top_k``); active slots beyond K are
@@ -108,7 +111,8 @@ def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array)
     df, cstate, stats = point.solve(model, kin, sub, prev, space, state.v, geom1, geom2)
     if idx is not None:  # back to the full slot buffer
         cstate = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), state.contact, cstate)
-    return space.Minv_JT @ df.reshape(-1), cstate, stats, overflow
+    df = df.reshape(-1)
+    return space.Minv_JT @ df, space.J.T @ df, cstate, stats, overflow
 
 
 def step(model: Model, state: State, ctrl: Array | None = None,
@@ -130,8 +134,8 @@ def step(model: Model, state: State, ctrl: Array | None = None,
         if with_contact:
             kin = forward_kinematics(model, state.q)
             factor, qacc_free, _ = _smooth(model, kin, state.q, state.v, state.act, ctrl, qfrc_applied, 0.0)
-            dv, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc_free)
-            qfrc_contact = dynamics.mass_matrix(model, kin) @ dv / dt
+            _, impulse, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc_free)
+            qfrc_contact = impulse / dt
             qfrc = qfrc_contact if qfrc is None else qfrc + qfrc_contact
         f = lambda q, v, a: accelerations(model, q, v, a, ctrl, qfrc)  # noqa: E731
         qacc, act_dot = f(state.q, state.v, state.act)
@@ -143,7 +147,7 @@ def step(model: Model, state: State, ctrl: Array | None = None,
             factor, qacc_free, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
                                                  qfrc_applied, extra)
             v_free = state.v + dt * qacc_free
-            dv, cstate, stats, overflow = _contact(model, kin, state, factor, v_free)
+            dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, v_free)
             qacc = qacc_free + dv / dt
         else:
             qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
