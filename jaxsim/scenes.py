@@ -18,18 +18,25 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
     """The n-link planar pendulum of SPEC section 2 (seed 003, section 3).
 
     Each link is a 4 x 10 x 4 cm box of 0.3 kg hanging along -z from a hinge about the
-    world y axis; all hinges are parallel. Start it at 60 degrees with
-    ``pendulum_initial_q``.
+    world y axis; all hinges are parallel. Without a floor, start it swinging at 60
+    degrees with ``pendulum_initial_q``. With one (the paper's contact scene) the root
+    hinge sits half a link thickness above the ground, so that the chain lies flat on
+    it at rest; ``pendulum_raised_q`` holds it straight at 60 degrees above the ground,
+    from where it falls, hits the ground and comes to rest.
 
     Args:
       n: number of links.
-      pivot_height: height of the root hinge, m (default: 0.1 m above the chain's length).
+      pivot_height: height of the root hinge, m (default: 0.1 m above the chain's length,
+        or half a link thickness with a floor).
       floor: add a ground plane at z = 0 (friction mu_s = 1.0, mu_k = 0.4 as in the paper).
     """
     if n < 1:
         raise ValueError(f"pendulum needs at least one link, got n={n}")
     length = LINK_SIZE[1]
-    height = n * length + 0.1 if pivot_height is None else pivot_height
+    if pivot_height is not None:
+        height = pivot_height
+    else:
+        height = LINK_SIZE[0] / 2 if floor else n * length + 0.1
     b = ModelBuilder(timestep=timestep, integrator=integrator)
     sx, sy, sz = LINK_SIZE[0], LINK_SIZE[2], LINK_SIZE[1]  # long side along the chain (z)
     inertia = LINK_MASS / 12.0 * np.array([sy**2 + sz**2, sx**2 + sz**2, sx**2 + sy**2])
@@ -50,6 +57,17 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
     return b.build(dtype)
 
 
+def euler_xyz_to_quat(euler_deg) -> np.ndarray:
+    """(w, x, y, z) of extrinsic rotations about x, then y, then z (degrees)."""
+    q = np.array([1.0, 0.0, 0.0, 0.0])
+    for axis, angle in enumerate(np.deg2rad(np.asarray(euler_deg, float))):
+        r = np.zeros(4)
+        r[0], r[1 + axis] = np.cos(angle / 2), np.sin(angle / 2)
+        w1, v1, w2, v2 = r[0], r[1:], q[0], q[1:]  # r (x) q: the later rotation on the left
+        q = np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
+    return q
+
+
 CUBE_SIZE, CUBE_MASS = 0.1, 0.5  # m, kg: SPEC section 3's cube
 
 
@@ -64,13 +82,10 @@ def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3)
       gravity: (3,) m/s^2 (tilt it to put the cube on an incline).
       **options: further ModelBuilder options (contact parameters, solver, ...).
     """
-    from scipy.spatial.transform import Rotation
-
     b = ModelBuilder(timestep=timestep, gravity=gravity, **options)
     b.add_geom("world", "plane", (0, 0, 0), name="floor", friction=friction)
-    quat_xyzw = Rotation.from_euler("xyz", euler_deg, degrees=True).as_quat()
     inertia = CUBE_MASS * CUBE_SIZE ** 2 / 6.0
-    b.add_body("cube", "world", pos=(0, 0, height), quat=np.roll(quat_xyzw, 1), mass=CUBE_MASS,
+    b.add_body("cube", "world", pos=(0, 0, height), quat=euler_xyz_to_quat(euler_deg), mass=CUBE_MASS,
                inertia=np.full(3, inertia))
     b.add_joint("cube", "free", name="cube")
     b.add_geom("cube", "box", (CUBE_SIZE / 2,) * 3, name="cube", friction=friction)
@@ -80,3 +95,9 @@ def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3)
 def pendulum_initial_q(model: Model, root_angle_deg: float = 60.0):
     """Initial configuration: root hinge at ``root_angle_deg``, the rest straight."""
     return jnp.zeros(model.nq, model.dtype).at[0].set(jnp.asarray(np.deg2rad(root_angle_deg), model.dtype))
+
+
+def pendulum_raised_q(model: Model, elevation_deg: float = 60.0):
+    """The floor scene's start: the chain straight, raised ``elevation_deg`` above the
+    ground (a hinge angle of 90 + elevation degrees from hanging)."""
+    return pendulum_initial_q(model, 90.0 + elevation_deg)

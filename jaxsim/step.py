@@ -36,7 +36,8 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
     contact = ContactState(
         active=jnp.zeros((ncon,), bool), feature=jnp.zeros((ncon,), jnp.int32),
         ref_g1=jnp.zeros((ncon, 3), dtype), slipping=jnp.zeros((ncon,), bool),
-        impulse=jnp.zeros((ncon, 3), dtype), force_w=jnp.zeros((ncon, 3), dtype))
+        impulse=jnp.zeros((ncon, 3), dtype), force_w=jnp.zeros((ncon, 3), dtype),
+        depth=jnp.zeros((ncon,), dtype))
     return State(
         q=as_arr(q, model.qpos0, model.nq), v=as_arr(v, 0.0, model.nv),
         act=as_arr(act, 0.0, model.topo.na), time=jnp.zeros((), dtype),
@@ -91,7 +92,7 @@ def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array)
     With ``opt.max_contacts = K`` (0 < K < ncon) only the K deepest active slots enter
     the solver (a static-size selection by ``top_k``); active slots beyond K are
     counted as overflow."""
-    contacts = collide(model, kin)
+    contacts = collide(model, kin, model.opt.contact_margin)
     prev = point.match_previous(model, contacts, state.contact)
     info = slot_info(model.topo)
     ncon, k = contacts.active.shape[0], model.opt.max_contacts
@@ -104,11 +105,13 @@ def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array)
         overflow = overflow + (jnp.sum(contacts.active) - jnp.sum(sub.active)).astype(jnp.int32)
         geom1, geom2 = jnp.asarray(info.geom1)[idx], jnp.asarray(info.geom2)[idx]
         body1, body2 = jnp.asarray(info.body1)[idx], jnp.asarray(info.body2)[idx]
+        pair = jnp.asarray(info.pair)[idx]
     else:
         idx, sub = None, contacts
-        geom1, geom2, body1, body2 = info.geom1, info.geom2, info.body1, info.body2
+        geom1, geom2, body1, body2, pair = info.geom1, info.geom2, info.body1, info.body2, info.pair
     space = contact_space(contact_jacobian(model, kin, sub, body1, body2), factor, v_free)
-    df, cstate, stats = point.solve(model, kin, sub, prev, space, state.v, geom1, geom2)
+    df, cstate, stats = point.solve(model, kin, sub, prev, space, state.v, geom1, geom2,
+                                     jnp.asarray(pair), info.npair)
     if idx is not None:  # back to the full slot buffer
         cstate = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), state.contact, cstate)
     df = df.reshape(-1)

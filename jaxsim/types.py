@@ -150,8 +150,10 @@ class Options:
     wind: Array  # (3,) m/s, velocity of the medium
     # contact (SPEC section 2; RoKi-FD defaults)
     contact_stiffness: Array  # () 1/s, K: penetration / drift correction rate
-    contact_relaxation: Array  # () lambda (kg^-2 s^2 ... see contact/point.py), QP relaxation
+    contact_relaxation: Array  # () lambda (dimensionless, see contact/point.py), QP relaxation
     slip_gain: Array  # () s/m, k_w of w(x) = 1 - exp(-k_w x) for kinetic friction
+    slip_speed: Array  # () m/s, tangential speed above which a contact point slips
+    contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
     solver_tol: Array  # () relative tolerance of the contact QP
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
@@ -296,10 +298,13 @@ class ContactState:
       active: (ncon,) bool, the slot was in contact after the last step.
       feature: (ncon,) int32, its feature id then.
       ref_g1: (ncon, 3) m, reference point p_ref in geom1's frame (SPEC 2).
-      slipping: (ncon,) bool, kinetic friction acted on the slot last step.
+      slipping: (ncon,) bool, the slot slips in the next step (its tangential speed
+        after the last step exceeded ``opt.slip_speed``): kinetic friction.
       impulse: (ncon, 3) N s, last impulse on geom2 in the contact frame (normal,
         tangent 1, tangent 2): the QP's warm start.
       force_w: (ncon, 3) N, last contact force on geom2 (impulse / dt), world frame.
+      depth: (ncon,) m, penetration depth at the start of the last step (negative: a
+        speculative contact, the shapes that far apart; 0 where inactive).
     """
 
     active: Array
@@ -308,6 +313,7 @@ class ContactState:
     slipping: Array
     impulse: Array
     force_w: Array
+    depth: Array
 
 
 @pytree_dataclass

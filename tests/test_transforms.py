@@ -19,7 +19,9 @@ mujoco = pytest.importorskip("mujoco")
 
 @pytest.fixture(scope="session")
 def humanoid():
-    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64)
+    """Contact-free: these tests are about the dynamics under jit / vmap / grad; the
+    contact stage's are in test_contact.py (the humanoid falling on the floor there)."""
+    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, contact="none")
 
 
 def random_state(model, key, scale=0.3):

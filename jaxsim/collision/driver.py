@@ -73,7 +73,24 @@ def _bound_radius(model: Model) -> Array:
     return r
 
 
-def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int):
+# pairs whose routines return the signed distance of separated shapes too, so a contact
+# margin only widens their validity test
+_SIGNED = ((G.PLANE, G.SPHERE), (G.PLANE, G.CAPSULE), (G.SPHERE, G.SPHERE), (G.SPHERE, G.CAPSULE),
+           (G.CAPSULE, G.CAPSULE))
+
+
+def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int,
+                  margin=0.0):
+    out = _narrow_phase_exact(model, kin, kind, g1, g2, nslot, margin)
+    if kind in _SIGNED:
+        depth, pos, normal, feature, _, _ = out
+        valid = depth >= -margin
+        return depth, pos, normal, feature, valid, jnp.sum(valid, -1).astype(jnp.int32)
+    return out
+
+
+def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int,
+                        margin):
     p1, r1, s1 = kin.geom_pos_w[g1], kin.geom_rot_w[g1], model.geom_size[g1]
     p2, r2, s2 = kin.geom_pos_w[g2], kin.geom_rot_w[g2], model.geom_size[g2]
     v = jax.vmap
@@ -83,7 +100,8 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
         return v(primitives.plane_capsule)(p1, r1, p2, r2, s2[:, 0], s2[:, 1])
     if kind in ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX)):
         poly = _polytopes(model, kin, g2)
-        return v(primitives.plane_vertices, (0, 0, 0, 0, None))(p1, r1, poly.vert, poly.vert_mask, nslot)
+        return v(primitives.plane_vertices, (0, 0, 0, 0, None, None))(p1, r1, poly.vert, poly.vert_mask,
+                                                                      nslot, margin)
     if kind == (G.SPHERE, G.SPHERE):
         return v(primitives.sphere_sphere)(p1, s1[:, 0], p2, s2[:, 0])
     if kind == (G.SPHERE, G.CAPSULE):
@@ -91,9 +109,10 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     if kind == (G.CAPSULE, G.CAPSULE):
         return v(primitives.capsule_capsule)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2[:, 0], s2[:, 1])
     if kind == (G.SPHERE, G.BOX):
-        return v(box_primitives.sphere_box)(p1, s1[:, 0], p2, r2, s2)
+        return v(box_primitives.sphere_box, (0, 0, 0, 0, 0, None))(p1, s1[:, 0], p2, r2, s2, margin)
     if kind == (G.CAPSULE, G.BOX):
-        return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2)
+        return v(box_primitives.capsule_box, (0,) * 7 + (None,))(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2,
+                                                                 margin)
     if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
         poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
         if kind[0] == G.SPHERE:
@@ -103,8 +122,13 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     return v(convex.polytope_contacts, (0, 0, None))(a, b, nslot)
 
 
-def collide(model: Model, kin: Kinematics) -> Contacts:
-    """Contacts of every collidable geom pair at the configuration of ``kin``."""
+def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
+    """Contacts of every collidable geom pair at the configuration of ``kin``.
+
+    ``margin`` (m, may be traced): also report contacts whose shapes are apart by up to
+    this distance (negative depth), for pairs with a plane, sphere or capsule (box and
+    mesh pairs among themselves ignore it). The contact solver uses them as
+    speculative contacts."""
     plan = pair_plan(model.topo)
     if plan.unsupported:
         g1, g2, kind = plan.unsupported[0]
@@ -117,7 +141,7 @@ def collide(model: Model, kin: Kinematics) -> Contacts:
     parts = []
     for grp in plan.groups:
         depth, pos, normal, feature, valid, ncand = _narrow_phase(
-            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot)
+            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, margin)
         near = (math.safe_norm(kin.geom_pos_w[grp.geom1] - kin.geom_pos_w[grp.geom2])
                 <= bound[grp.geom1] + bound[grp.geom2])
         valid = valid & near[:, None]

@@ -88,11 +88,12 @@ def plane_capsule(plane_pos, plane_rot, cap_pos, cap_rot, radius, half_length):
     return _out(depth, pos, jnp.broadcast_to(n, (2, 3)), jnp.arange(2))
 
 
-def plane_vertices(plane_pos, plane_rot, verts_w, vert_mask, nslot: int):
-    """Vertices of a polyhedron below a plane; the deepest ``nslot`` are kept."""
+def plane_vertices(plane_pos, plane_rot, verts_w, vert_mask, nslot: int, margin=0.0):
+    """Vertices of a polyhedron below a plane (or within ``margin`` above it, m); the
+    deepest ``nslot`` are kept."""
     n = plane_rot[:, 2]
     depth = -((verts_w - plane_pos) @ n)
-    found = (depth >= 0) & vert_mask
+    found = (depth >= -margin) & vert_mask
     score = jnp.where(found, depth, -jnp.inf)
     _, idx = jax.lax.top_k(score, nslot)
     d = depth[idx]

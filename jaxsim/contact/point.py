@@ -9,38 +9,57 @@ it moves with geom1. The impulses ``df`` (3 per slot, contact frame, on geom2) s
 
 with ``d = p - p_ref`` (contact frame), i.e. the QP ``H = A^T A + lambda I``,
 ``g = A^T (b + K d)``. ``K`` (1/s) turns the displacement into a velocity correction
-(``K dt = 1`` removes it in one step) and ``lambda`` (units of A^2, kg^-2) relaxes the
-over-determined rigid problem, which makes the forces of a body resting on 4+ points
-unique and chatter-free. The plain rigid ("macroscopic") variant is K = lambda = 0.
+(``K dt = 1`` removes it in one step; K is capped at 1/dt, beyond which it would
+over-correct) and ``lambda`` (units of A^2, kg^-2) relaxes the over-determined rigid
+problem, which makes the forces of a body resting on 4+ points unique and
+chatter-free. The plain rigid ("macroscopic") variant is K = lambda = 0. The normal
+component of ``d`` is the collision's penetration depth.
+
+Speculative contacts: slots whose shapes are up to ``opt.contact_margin`` apart are
+active too, with the target ``v_n+ >= -gap/dt`` (the gap may close within the step,
+no further). Without them a body resting at zero depth flickers in and out of contact
+every step (the relaxed solve leaves it a micrometre above or below the surface), and a
+chain lying on the ground chatters at 0.3 rad/s.
 
 Reference points (per slot, matched to last step's slot of the same pair by feature id):
   1. new contact: where the segment from the point's previous position
      ``p_prev = p - dt v_rel`` to ``p`` crosses geom1's surface plane (the
-     projection of ``p`` onto it if the point moves parallel to the plane);
-  2. kept contact: last step's reference;
-  3. slipping last step: the projection of ``p`` onto the plane (no tangential spring).
+     projection of ``p`` onto it if the point moves parallel to the plane or has not
+     reached it);
+  2. kept contact that was sticking and loaded: last step's reference;
+  3. kept contact that slipped or carried no load: the projection of ``p`` onto the
+     plane (no tangential spring).
 
-Friction follows the paper's continuous static/kinetic model, with static ``mu_s`` and
-kinetic ``mu_k`` (the larger of the two geoms' values, MuJoCo's rule). Pass 1 is the
-paper's solve (tangential impulses free, i.e. every point held in place); then per slot:
-  * sticking last step (or new): it keeps sticking if ``|f_t| <= mu_s f_n``, otherwise
-    it slips with friction along ``f_t`` (the paper's eq. 17);
-  * slipping last step: it sticks again if ``|f_t| <= mu_k f_n``, otherwise it keeps
-    slipping against its slip velocity ``v_t`` with ``w(|v_t|)``,
-    ``w(x) = 1 - exp(-k_w x)`` (Yamane & Nakamura's factor, removes dither near zero
-    slip; eq. 20).
-The paper then overwrites ``f_t`` with the kinetic value and keeps ``f_n``. But pass 1
-balanced ``f_n`` against the unbounded sticking ``f_t``: the torque of a large
-tangential impulse is propped up by the front contacts, which inflates ``f_n`` up to
-~80x for a box sliding at 2 m/s (it then stops early or tips over). So pass 2 solves
-again with each slipping slot's impulse constrained to ``f_n (n + mu_k w u)`` (``u``
-the friction direction above: a friction-skewed normal, linear in ``f_n``) and its
-tangential rows dropped from the objective (its velocity is not held). Sticking slots
-are unchanged; their impulse is finally kept inside ``mu_s f_n``.
+Friction (``mu_s`` static, ``mu_k`` kinetic: the larger of the two geoms' values,
+MuJoCo's rule). Each slot is either sticking or slipping in a step, decided at the end
+of the previous step, and one QP is solved:
+  * sticking slot: its impulse lies in the static cone ``|f_t| <= mu_s f_n`` inside the
+    QP (RoKi-FD's choice; it puts a pyramid there). The relaxed solve spreads a rigid
+    face's friction over its points as the cones allow, so a box on a slope steeper
+    than its least-loaded point can hold still sticks when tan(theta) < mu_s.
+  * slipping slot: kinetic friction against the slip velocity ``v_t`` at the step's
+    start, ``f_t = -mu_k w(|v_t|) f_n v_t/|v_t|`` with ``w(x) = 1 - exp(-k_w x)``
+    (Yamane & Nakamura's factor: no dither near zero slip), the paper's eq. 20. It
+    enters the QP as a friction-skewed normal, the impulse ``f_n (n + mu_k w u)``
+    linear in ``f_n``, with the slot's tangential rows dropped from the objective (its
+    tangential velocity is not held). Correcting ``f_t`` after a sticking solve, as the
+    paper does, keeps ``f_n`` balanced against the unbounded sticking ``f_t``: the
+    torque of that impulse is propped up by the front contacts, which inflates ``f_n``
+    ~80x for a box sliding at 2 m/s. A kinetic cone in the least-squares QP inflates
+    it too (more ``f_n`` buys more friction); the skewed normal does not.
+  * transitions use the slot's tangential speed after the step, ``|(A df + b)_t|``,
+    against ``opt.slip_speed`` (default 0.01 m/s, Springhead's V_f): above it the slot
+    slips next step, below it it sticks. A sticking slot whose static cone cannot hold
+    it speeds up until it crosses; a slipping one sticks again once friction has
+    nearly stopped it. The paper's force test (``|f_t|`` against ``mu f_n`` after a
+    sticking solve) misfires on the transients of a relaxed solve: a cube released on
+    a slope rocks on one edge for a step, that edge's sticking solve asks for
+    ``|f_t| = 0.8 f_n`` and the cube slides away although tan(theta) < mu_s.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -107,33 +126,37 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     den = jnp.sum(n * (p - p_prev), -1)
     ok = den < -1e-9 * jnp.maximum(1.0, jnp.abs(num))  # moving into geom1
     s = jnp.clip(num / jnp.where(ok, den, 1.0), 0.0, 1.0)[:, None]
-    entry = jnp.where(ok[:, None], p_prev + s * (p - p_prev), on_plane)
+    entry = jnp.where((ok & (contacts.depth >= 0))[:, None], p_prev + s * (p - p_prev), on_plane)
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     kept_ref = g1_pos + jnp.einsum("mij,mj->mi", g1_rot, prev.ref_g1)
-    ref = jnp.where(prev.kept[:, None], jnp.where(prev.slipping[:, None], on_plane, kept_ref), entry)
+    # a point that slipped, or carried no load (speculative, or just separating), has
+    # nothing to hold it where it was: it restarts from its projection
+    held = ~prev.slipping & (prev.impulse[:, 0] > 0)
+    ref = jnp.where(prev.kept[:, None], jnp.where(held[:, None], kept_ref, on_plane), entry)
     return p, ref
 
 
-def slip_decision(model: Model, df: Array, v_t: Array, sticking_before: Array, geom1, geom2):
-    """Which slots slip, and the kinetic impulse per unit normal impulse of each.
-
-    Args:
-      df: (m, 3) impulses of the first solve (normal, tangent 1, tangent 2).
-      v_t: (m, 2) tangential slip velocity at the start of the step, m/s.
-      sticking_before: (m,) bool.
-
-    Returns:
-      (slipping (m,) bool, skew (m, 2): f_t = skew f_n for slipping slots).
-    """
-    mu_s, mu_k = _friction(model, geom1, geom2)
-    fn, ft = df[:, 0], df[:, 1:]
-    ft_norm = math.safe_norm(ft)
-    slipping = ft_norm > jnp.where(sticking_before, mu_s, mu_k) * fn
-    unit_ft = ft / jnp.maximum(ft_norm, 1e-30)[:, None]
+def kinetic_skew(model: Model, v_t: Array, mu_k: Array) -> Array:
+    """(m, 2) kinetic friction impulse per unit normal impulse, ``-mu_k w(|v_t|) v_t/|v_t|``,
+    from the (m, 2) tangential slip velocity ``v_t`` (m/s)."""
     vt_norm = math.safe_norm(v_t)
     w = 1.0 - jnp.exp(-model.opt.slip_gain * vt_norm)
-    along_slip = -(w / jnp.maximum(vt_norm, 1e-30))[:, None] * v_t
-    return slipping, mu_k[:, None] * jnp.where(sticking_before[:, None], unit_ft, along_slip)
+    return -(mu_k * w / jnp.maximum(vt_norm, 1e-30))[:, None] * v_t
+
+
+def relaxation_scale(A: Array, active: Array) -> Array:
+    """() weight of ``||df||^2`` per unit lambda: the mean of ``diag(A^T A)`` over the
+    active rows (1/kg^2).
+
+    This makes lambda dimensionless, as Marquardt's scaling does for Levenberg's
+    damping: with the paper's absolute lambda = 1 a 40 kg humanoid (A ~ 1/40 per row)
+    gets almost no contact impulse and sinks 15 cm into the floor. The weight is one
+    number for all slots: per-row or per-pair weights change how a statically
+    indeterminate load is shared (the tip link of the lying pendulum then carries
+    0.60 / 0.73 N on its near / far points instead of four equal forces)."""
+    row = jnp.sum(A * A, 0).reshape(-1, 3).mean(-1)
+    on = active.astype(A.dtype)
+    return jnp.sum(row * on) / jnp.maximum(jnp.sum(on), 1.0) + jnp.finfo(A.dtype).tiny
 
 
 def _block_diag(blocks: Array) -> Array:
@@ -143,8 +166,44 @@ def _block_diag(blocks: Array) -> Array:
     return jnp.einsum("ij,iab->iajb", eye, blocks).reshape(m * k, m * k)
 
 
+def _solve_with_modes(opt, A: Array, c: Array, relax, mu_s: Array, skewed: Array, skew: Array,
+                      warm: Array) -> tuple[Array, qp.Stats]:
+    """The relaxed QP with friction modes (module docstring).
+
+    Args:
+      A: (3m, 3m) contact-space inverse inertia; c: (3m,) ``b + K d``.
+      relax: () relaxation weight (lambda times ``relaxation_scale``).
+      mu_s: (m,) static coefficients; the cone of each slot that is not skewed.
+      skewed: (m,) bool, slots whose impulse is ``f_n (1, skew)`` (friction given).
+      skew: (m, 2) their friction per unit normal impulse.
+      warm: (m, 3) initial impulses.
+
+    Returns:
+      (impulses (m, 3) in the contact frames, qp.Stats).
+    """
+    m, dtype = mu_s.shape[0], A.dtype
+    zero = jnp.zeros((m, 3), dtype)
+    # df_j = T_j x_j: identity, or (f_n, 0, 0) -> f_n (1, skew); a skewed slot's
+    # tangential rows leave the objective (its tangential velocity is not held)
+    T = jnp.where(skewed[:, None, None],
+                  jnp.stack([jnp.concatenate([jnp.ones((m, 1), dtype), skew], -1), zero, zero], -1),
+                  jnp.eye(3, dtype=dtype))
+    AT = jnp.einsum("iajc,jcb->iajb", A.reshape(m, 3, m, 3), T).reshape(3 * m, 3 * m)
+    rows = jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1)
+    H = AT.T @ (rows[:, None] * AT) + relax * _block_diag(jnp.einsum("jca,jcb->jab", T, T))
+    g = AT.T @ (rows * c)
+    # every slot is a cone block: mu = 0 pins a skewed slot's tangents at zero; the
+    # interval bounds are unused
+    mu = jnp.where(skewed, 0.0, mu_s).astype(dtype)
+    unused = jnp.zeros((3 * m,), dtype)
+    x0 = jnp.where(skewed[:, None], warm * jnp.asarray([1.0, 0.0, 0.0], dtype), warm)
+    x, stats = qp.solve(qp.QP(H, g, unused, unused, mu), x0.reshape(-1), opt.solver_tol,
+                        max_iter=opt.solver_iterations, block=3, adjoint=opt.adjoint)
+    return jnp.einsum("jab,jb->ja", T, x.reshape(m, 3)), stats
+
+
 def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
-          space: ContactSpace, v: Array, geom1: Array, geom2: Array):
+          space: ContactSpace, v: Array, geom1: Array, geom2: Array, pair: Array, npair: int):
     """One step of the point-contact model on m slots (all of them, or a selection).
 
     Args:
@@ -153,6 +212,7 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
       space: their contact-space operators.
       v: (nv,) generalized velocity at the start of the step.
       geom1, geom2: (m,) their geom ids.
+      pair: (m,) their geom-pair index (``slot_info``), ``npair`` pairs in all.
 
     Returns:
       (impulses (m, 3) on geom2 in the contact frames, new ContactState, SolverStats).
@@ -165,60 +225,44 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
     p, ref = reference_points(model, kin, contacts, prev, v_rel_w, geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
-    d = jnp.where(active[:, None], d, 0.0).reshape(-1)
-
     rigid = opt.contact == "rigid"
-    stiffness = 0.0 if rigid else opt.contact_stiffness
     relax = 0.0 if rigid else opt.contact_relaxation
-    c = space.b + stiffness * d
-    normal_row = jnp.tile(jnp.asarray([True, False, False]), m)
-    lower = jnp.where(normal_row, 0.0, -jnp.inf).astype(dtype)
-    upper = jnp.full((3 * m,), jnp.inf, dtype)
-    no_cone = jnp.zeros((0,), dtype)
+    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
+    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
+    stiffness = 0.0 if rigid else jnp.minimum(opt.contact_stiffness, 1.0 / opt.timestep)
+    # velocity corrections: K d along the tangents and against a penetration; a gap
+    # (speculative contact, depth < 0) may close within the step and no further
+    depth = contacts.depth
+    correction = jnp.concatenate(
+        [(-depth * jnp.where(depth >= 0, stiffness, 1.0 / opt.timestep))[:, None], stiffness * d[:, 1:]], -1)
+    c = space.b + jnp.where(active[:, None], correction, 0.0).reshape(-1)
+    mu_s, mu_k = _friction(model, geom1, geom2)
+    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * relaxation_scale(space.A, active),
+                                 mu_s)
 
-    def solve_qp(H, g, lo, x0):
-        return qp.solve(qp.QP(H, g, lo, jnp.where(jnp.isfinite(lo) & ~normal_row, lo, upper), no_cone),
-                        x0, opt.solver_tol, max_iter=opt.solver_iterations, block=3, adjoint=opt.adjoint)
+    # pass 1: slots sliding faster than slip_speed take kinetic friction, the rest the
+    # static cone
+    slipping = active & (math.safe_norm(v_rel[:, 1:]) > opt.slip_speed)
+    warm = jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0)
+    df1, stats1 = solve_qp(slipping, kinetic_skew(model, v_rel[:, 1:], mu_k), warm)
+    df1 = jnp.where(active[:, None], df1, 0.0)
 
-    # pass 1 (the paper's solve): every row, tangential impulses free
-    A = space.A
-    warm = jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1)
-    df1, stats1 = solve_qp(A @ A + relax * jnp.eye(3 * m, dtype=dtype), A @ c, lower, warm)
-    df1 = jnp.where(active[:, None], df1.reshape(m, 3), 0.0)
-
-    # friction decision (module docstring) and each slipping slot's friction direction
-    sticking_before = ~(prev.kept & prev.slipping)
-    slipping, skew = slip_decision(model, df1, v_rel[:, 1:], sticking_before, geom1, geom2)
-    slipping = slipping & active
-
-    # pass 2: slipping impulses are f_n (n + skew) with skew = mu_k w u; their
-    # tangential rows leave the objective (their velocity is not held)
-    T = jnp.where(slipping[:, None, None],
-                  jnp.stack([jnp.concatenate([jnp.ones((m, 1), dtype), skew], -1),
-                             jnp.zeros((m, 3), dtype), jnp.zeros((m, 3), dtype)], -1),
-                  jnp.eye(3, dtype=dtype))  # (m, 3, 3): df_j = T_j x_j
-    AT = jnp.einsum("iajc,jcb->iajb", A.reshape(m, 3, m, 3), T).reshape(3 * m, 3 * m)
-    rows = jnp.where(slipping[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1)
-    TtT = jnp.einsum("jca,jcb->jab", T, T)
-    H2 = AT.T @ (rows[:, None] * AT) + relax * _block_diag(TtT)
-    g2 = AT.T @ (rows * c)
-    pinned = jnp.where(slipping[:, None], jnp.asarray([-jnp.inf, 0.0, 0.0], dtype), -jnp.inf).reshape(-1)
-    lower2 = jnp.where(normal_row, 0.0, pinned)
-    x0 = jnp.where(slipping[:, None], df1 * jnp.asarray([1.0, 0.0, 0.0], dtype), df1).reshape(-1)
-    x2, stats2 = solve_qp(H2, g2, lower2, x0)
-    df = jnp.einsum("jab,jb->ja", T, x2.reshape(m, 3))
+    # pass 2, if a static cone binds: that slot gets mu_s f_n along its pass-1 friction
+    # as a skewed normal too, which undoes the normal impulse the cone inflated
+    ft_norm = math.safe_norm(df1[:, 1:])
+    binding = active & ~slipping & (df1[:, 0] > 0) & (ft_norm >= (1 - 1e-4) * mu_s * df1[:, 0])
+    skewed = slipping | binding
+    skew = jnp.where(binding[:, None], (mu_s / jnp.maximum(ft_norm, 1e-30))[:, None] * df1[:, 1:],
+                     kinetic_skew(model, v_rel[:, 1:], mu_k))
+    df, stats = jax.lax.cond(jnp.any(binding), lambda: solve_qp(skewed, skew, df1),
+                             lambda: (df1, qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))))
     df = jnp.where(active[:, None], df, 0.0)
-    # sticking impulses stay inside the static cone
-    mu_s, _ = _friction(model, geom1, geom2)
-    ft_norm, cap = math.safe_norm(df[:, 1:]), mu_s * df[:, 0]
-    shrink = jnp.where(ft_norm > cap, cap / jnp.maximum(ft_norm, 1e-30), 1.0)
-    df = jnp.concatenate([df[:, :1], df[:, 1:] * shrink[:, None]], -1)
-    stats = qp.Stats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual))
+    stats = qp.Stats(stats1.iterations + stats.iterations, jnp.maximum(stats1.residual, stats.residual))
 
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     ref_g1 = jnp.einsum("mji,mj->mi", g1_rot, ref - g1_pos)
     force_w = jnp.einsum("mij,mi->mj", contacts.frame_w, df) / opt.timestep
     state = ContactState(active=active, feature=contacts.feature,
                          ref_g1=jnp.where(active[:, None], ref_g1, 0.0), slipping=slipping,
-                         impulse=df, force_w=force_w)
+                         impulse=df, force_w=force_w, depth=jnp.where(active, contacts.depth, 0.0))
     return df, state, SolverStats(stats.iterations, stats.residual)
