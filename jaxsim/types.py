@@ -159,7 +159,7 @@ class Options:
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
     fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
-    contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none"
+    contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none" (no contacts, no joint limits)
     solver_iterations: int = static(500)  # QP iteration cap
     adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
     max_contacts: int = static(0)  # > 0: solve for at most this many (deepest) active slots

@@ -59,7 +59,7 @@ def _polytopes(model: Model, kin: Kinematics, geoms: np.ndarray):
     return jax.vmap(place)(pos, rot, *arrays, axis_mask)
 
 
-def _bound_radius(model: Model) -> Array:
+def bound_radius(model: Model) -> Array:
     """(ngeom,) radius of a sphere about each geom origin containing it (inf: plane)."""
     topo, size = model.topo, model.geom_size
     gtype = np.asarray(topo.geom_type)
@@ -84,7 +84,7 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     out = _narrow_phase_exact(model, kin, kind, g1, g2, nslot, margin)
     if kind in _SIGNED:
         depth, pos, normal, feature, _, _ = out
-        valid = depth >= -margin
+        valid = depth >= -margin[:, None]
         return depth, pos, normal, feature, valid, jnp.sum(valid, -1).astype(jnp.int32)
     return out
 
@@ -100,8 +100,8 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
         return v(primitives.plane_capsule)(p1, r1, p2, r2, s2[:, 0], s2[:, 1])
     if kind in ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX)):
         poly = _polytopes(model, kin, g2)
-        return v(primitives.plane_vertices, (0, 0, 0, 0, None, None))(p1, r1, poly.vert, poly.vert_mask,
-                                                                      nslot, margin)
+        return v(primitives.plane_vertices, (0, 0, 0, 0, None, 0))(p1, r1, poly.vert, poly.vert_mask,
+                                                                   nslot, margin)
     if kind == (G.SPHERE, G.SPHERE):
         return v(primitives.sphere_sphere)(p1, s1[:, 0], p2, s2[:, 0])
     if kind == (G.SPHERE, G.CAPSULE):
@@ -109,10 +109,9 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
     if kind == (G.CAPSULE, G.CAPSULE):
         return v(primitives.capsule_capsule)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2[:, 0], s2[:, 1])
     if kind == (G.SPHERE, G.BOX):
-        return v(box_primitives.sphere_box, (0, 0, 0, 0, 0, None))(p1, s1[:, 0], p2, r2, s2, margin)
+        return v(box_primitives.sphere_box)(p1, s1[:, 0], p2, r2, s2, margin)
     if kind == (G.CAPSULE, G.BOX):
-        return v(box_primitives.capsule_box, (0,) * 7 + (None,))(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2,
-                                                                 margin)
+        return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2, margin)
     if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
         poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
         if kind[0] == G.SPHERE:
@@ -125,10 +124,11 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     """Contacts of every collidable geom pair at the configuration of ``kin``.
 
-    ``margin`` (m, may be traced): also report contacts whose shapes are apart by up to
-    this distance (negative depth), for pairs with a plane, sphere or capsule (box and
-    mesh pairs among themselves ignore it). The contact solver uses them as
-    speculative contacts."""
+    ``margin`` (m, may be traced; a scalar, or (ngeom,) per geom, a pair taking the sum
+    of its two): also report contacts whose shapes are apart by up to this distance
+    (negative depth), for pairs with a plane, sphere or capsule (box and mesh pairs
+    among themselves ignore it). The contact solver uses them as speculative
+    contacts."""
     plan = pair_plan(model.topo)
     if plan.unsupported:
         g1, g2, kind = plan.unsupported[0]
@@ -137,11 +137,18 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
                          f"{kind[0].name.lower()}-{kind[1].name.lower()} pairs yet "
                          f"({len(plan.unsupported)} such pairs); exclude them with contype/conaffinity")
     dtype = kin.geom_pos_w.dtype
-    bound = _bound_radius(model)
+    bound = bound_radius(model)
+    margin = jnp.asarray(margin, dtype)
+    if margin.ndim == 0:
+        def pair_margin(g1, g2):
+            return jnp.full((len(g1),), margin)
+    else:
+        def pair_margin(g1, g2):
+            return margin[g1] + margin[g2]
     parts = []
     for grp in plan.groups:
         depth, pos, normal, feature, valid, ncand = _narrow_phase(
-            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, margin)
+            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, pair_margin(grp.geom1, grp.geom2))
         near = (math.safe_norm(kin.geom_pos_w[grp.geom1] - kin.geom_pos_w[grp.geom2])
                 <= bound[grp.geom1] + bound[grp.geom2])
         valid = valid & near[:, None]

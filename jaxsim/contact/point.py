@@ -66,6 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim import math
+from jaxsim.contact.limits import LimitRows
 from jaxsim.contact.space import ContactSpace, slot_info
 from jaxsim.kinematics import Kinematics
 from jaxsim.solver import qp
@@ -144,7 +145,7 @@ def kinetic_skew(model: Model, v_t: Array, mu_k: Array) -> Array:
     return -(mu_k * w / jnp.maximum(vt_norm, 1e-30))[:, None] * v_t
 
 
-def relaxation_scale(A: Array, active: Array) -> Array:
+def relaxation_scale(A: Array, row_active: Array) -> Array:
     """() weight of ``||df||^2`` per unit lambda: the mean of ``diag(A^T A)`` over the
     active rows (1/kg^2).
 
@@ -154,9 +155,8 @@ def relaxation_scale(A: Array, active: Array) -> Array:
     number for all slots: per-row or per-pair weights change how a statically
     indeterminate load is shared (the tip link of the lying pendulum then carries
     0.60 / 0.73 N on its near / far points instead of four equal forces)."""
-    row = jnp.sum(A * A, 0).reshape(-1, 3).mean(-1)
-    on = active.astype(A.dtype)
-    return jnp.sum(row * on) / jnp.maximum(jnp.sum(on), 1.0) + jnp.finfo(A.dtype).tiny
+    on = row_active.astype(A.dtype)
+    return jnp.sum(jnp.sum(A * A, 0) * on) / jnp.maximum(jnp.sum(on), 1.0) + jnp.finfo(A.dtype).tiny
 
 
 def _block_diag(blocks: Array) -> Array:
@@ -171,57 +171,65 @@ def _solve_with_modes(opt, A: Array, c: Array, relax, mu_s: Array, skewed: Array
     """The relaxed QP with friction modes (module docstring).
 
     Args:
-      A: (3m, 3m) contact-space inverse inertia; c: (3m,) ``b + K d``.
+      A: (n, n) constraint-space inverse inertia of the m contact slots' 3m rows and
+        then ``n - 3m`` scalar rows with impulse >= 0 (joint limits); c: (n,)
+        ``b`` plus the position corrections.
       relax: () relaxation weight (lambda times ``relaxation_scale``).
       mu_s: (m,) static coefficients; the cone of each slot that is not skewed.
       skewed: (m,) bool, slots whose impulse is ``f_n (1, skew)`` (friction given).
       skew: (m, 2) their friction per unit normal impulse.
-      warm: (m, 3) initial impulses.
+      warm: (n,) initial impulses.
 
     Returns:
-      (impulses (m, 3) in the contact frames, qp.Stats).
+      (impulses (n,): per slot normal, tangent 1, tangent 2 in its contact frame, then
+      the scalar rows; qp.Stats).
     """
-    m, dtype = mu_s.shape[0], A.dtype
+    m, n, dtype = mu_s.shape[0], A.shape[0], A.dtype
     zero = jnp.zeros((m, 3), dtype)
-    # df_j = T_j x_j: identity, or (f_n, 0, 0) -> f_n (1, skew); a skewed slot's
-    # tangential rows leave the objective (its tangential velocity is not held)
-    T = jnp.where(skewed[:, None, None],
-                  jnp.stack([jnp.concatenate([jnp.ones((m, 1), dtype), skew], -1), zero, zero], -1),
-                  jnp.eye(3, dtype=dtype))
-    AT = jnp.einsum("iajc,jcb->iajb", A.reshape(m, 3, m, 3), T).reshape(3 * m, 3 * m)
-    rows = jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1)
-    H = AT.T @ (rows[:, None] * AT) + relax * _block_diag(jnp.einsum("jca,jcb->jab", T, T))
+    # df = T x, T_j per slot: identity, or (f_n, 0, 0) -> f_n (1, skew); a skewed
+    # slot's tangential rows leave the objective (its tangential velocity is not held)
+    T_slot = jnp.where(skewed[:, None, None],
+                       jnp.stack([jnp.concatenate([jnp.ones((m, 1), dtype), skew], -1), zero, zero], -1),
+                       jnp.eye(3, dtype=dtype))
+    T = jnp.eye(n, dtype=dtype).at[:3 * m, :3 * m].set(_block_diag(T_slot))
+    AT = A @ T
+    rows = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
+                            jnp.ones((n - 3 * m,), dtype)])
+    H = AT.T @ (rows[:, None] * AT) + relax * (T.T @ T)
     g = AT.T @ (rows * c)
-    # every slot is a cone block: mu = 0 pins a skewed slot's tangents at zero; the
-    # interval bounds are unused
+    # every slot is a cone block (mu = 0 pins a skewed slot's tangents at zero; its
+    # bounds are unused); the scalar rows are half-lines
     mu = jnp.where(skewed, 0.0, mu_s).astype(dtype)
-    unused = jnp.zeros((3 * m,), dtype)
-    x0 = jnp.where(skewed[:, None], warm * jnp.asarray([1.0, 0.0, 0.0], dtype), warm)
-    x, stats = qp.solve(qp.QP(H, g, unused, unused, mu), x0.reshape(-1), opt.solver_tol,
-                        max_iter=opt.solver_iterations, block=3, adjoint=opt.adjoint)
-    return jnp.einsum("jab,jb->ja", T, x.reshape(m, 3)), stats
+    lower = jnp.zeros((n,), dtype)
+    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((n - 3 * m,), jnp.inf, dtype)])
+    keep = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
+                            jnp.ones((n - 3 * m,), dtype)])
+    x, stats = qp.solve(qp.QP(H, g, lower, upper, mu), warm * keep, opt.solver_tol,
+                        max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
+    return T @ x, stats
 
 
 def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
-          space: ContactSpace, v: Array, geom1: Array, geom2: Array, pair: Array, npair: int):
+          space: ContactSpace, v: Array, geom1: Array, geom2: Array, limits: LimitRows):
     """One step of the point-contact model on m slots (all of them, or a selection).
 
     Args:
       contacts: the m slots' contacts.
       prev: last step's data matched to them (:func:`match_previous`).
-      space: their contact-space operators.
+      space: the operators of their 3m rows followed by the limit rows.
       v: (nv,) generalized velocity at the start of the step.
       geom1, geom2: (m,) their geom ids.
-      pair: (m,) their geom-pair index (``slot_info``), ``npair`` pairs in all.
+      limits: the joint-limit rows (``contact/limits.py``).
 
     Returns:
-      (impulses (m, 3) on geom2 in the contact frames, new ContactState, SolverStats).
+      (impulses (3m + nl,): per slot on geom2 in its contact frame, then per limit
+      row; new ContactState; SolverStats).
     """
     opt = model.opt
     m = contacts.active.shape[0]
     dtype = space.b.dtype
     active = contacts.active
-    v_rel = (space.J @ v).reshape(m, 3)  # contact frame, start of step
+    v_rel = (space.J[:3 * m] @ v).reshape(m, 3)  # contact frame, start of step
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
     p, ref = reference_points(model, kin, contacts, prev, v_rel_w, geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
@@ -235,17 +243,23 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     depth = contacts.depth
     correction = jnp.concatenate(
         [(-depth * jnp.where(depth >= 0, stiffness, 1.0 / opt.timestep))[:, None], stiffness * d[:, 1:]], -1)
-    c = space.b + jnp.where(active[:, None], correction, 0.0).reshape(-1)
+    limit_correction = limits.dist * jnp.where(limits.dist >= 0, 1.0 / opt.timestep, stiffness)
+    c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
+                                   jnp.where(limits.active, limit_correction, 0.0)])
+    row_active = jnp.concatenate([jnp.repeat(active, 3), limits.active])
     mu_s, mu_k = _friction(model, geom1, geom2)
-    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * relaxation_scale(space.A, active),
+    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * relaxation_scale(space.A, row_active),
                                  mu_s)
+    nl = limits.dist.shape[0]
+    contact_part = lambda x: x[:3 * m].reshape(m, 3)  # noqa: E731
 
     # pass 1: slots sliding faster than slip_speed take kinetic friction, the rest the
     # static cone
     slipping = active & (math.safe_norm(v_rel[:, 1:]) > opt.slip_speed)
-    warm = jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0)
-    df1, stats1 = solve_qp(slipping, kinetic_skew(model, v_rel[:, 1:], mu_k), warm)
-    df1 = jnp.where(active[:, None], df1, 0.0)
+    warm = jnp.concatenate([jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1),
+                            jnp.zeros((nl,), dtype)])
+    x1, stats1 = solve_qp(slipping, kinetic_skew(model, v_rel[:, 1:], mu_k), warm)
+    df1 = jnp.where(active[:, None], contact_part(x1), 0.0)
 
     # pass 2, if a static cone binds: that slot gets mu_s f_n along its pass-1 friction
     # as a skewed normal too, which undoes the normal impulse the cone inflated
@@ -254,9 +268,10 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     skewed = slipping | binding
     skew = jnp.where(binding[:, None], (mu_s / jnp.maximum(ft_norm, 1e-30))[:, None] * df1[:, 1:],
                      kinetic_skew(model, v_rel[:, 1:], mu_k))
-    df, stats = jax.lax.cond(jnp.any(binding), lambda: solve_qp(skewed, skew, df1),
-                             lambda: (df1, qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))))
-    df = jnp.where(active[:, None], df, 0.0)
+    x, stats = jax.lax.cond(jnp.any(binding), lambda: solve_qp(skewed, skew, x1),
+                            lambda: (x1, qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))))
+    df = jnp.where(active[:, None], contact_part(x), 0.0)
+    df_limit = jnp.where(limits.active, x[3 * m:], 0.0)
     stats = qp.Stats(stats1.iterations + stats.iterations, jnp.maximum(stats1.residual, stats.residual))
 
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
@@ -265,4 +280,4 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     state = ContactState(active=active, feature=contacts.feature,
                          ref_g1=jnp.where(active[:, None], ref_g1, 0.0), slipping=slipping,
                          impulse=df, force_w=force_w, depth=jnp.where(active, contacts.depth, 0.0))
-    return df, state, SolverStats(stats.iterations, stats.residual)
+    return jnp.concatenate([df.reshape(-1), df_limit]), state, SolverStats(stats.iterations, stats.residual)

@@ -34,8 +34,6 @@ class SlotInfo(NamedTuple):
     geom2: np.ndarray
     body1: np.ndarray
     body2: np.ndarray
-    pair: np.ndarray  # (ncon,) index of the slot's geom pair, 0 .. npair - 1
-    npair: int
     groups: tuple  # ((first slot, npair, nslot), ...) contiguous blocks of one pair kind
 
 
@@ -46,9 +44,7 @@ def slot_info(topo: Topology) -> SlotInfo:
     g2 = np.concatenate([np.repeat(g.geom2, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
     body = np.asarray(topo.geom_body)
     groups = tuple((int(g.slot0[0]), len(g.geom1), g.nslot) for g in pp.groups)
-    npair = sum(n for _, n, _ in groups)
-    pair = np.repeat(np.arange(npair), [k for _, n, k in groups for _ in range(n)]).astype(np.int32)
-    return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], pair, npair, groups)
+    return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups)
 
 
 def _point_jacobians(model: Model, kin: Kinematics, bodies, point_w: Array) -> Array:
@@ -78,8 +74,9 @@ class ContactSpace(NamedTuple):
 
 
 def contact_space(jac: Array, mass_factor, v_free: Array) -> ContactSpace:
-    """Operators of SPEC section 1 from the Jacobian (ncon, 3, nv), the Cholesky factor
-    of M (``jax.scipy.linalg.cho_factor``) and the contact-free next velocity."""
+    """Operators of SPEC section 1 from the Jacobian ((ncon, 3, nv) or rows (k, nv)), the
+    Cholesky factor of M (``jax.scipy.linalg.cho_factor``) and the contact-free next
+    velocity."""
     J = jac.reshape(-1, jac.shape[-1])
     minv_jt = jax.scipy.linalg.cho_solve(mass_factor, J.T)
     A = J @ minv_jt

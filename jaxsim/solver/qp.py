@@ -103,12 +103,16 @@ def _lipschitz(H: Array) -> Array:
     return jnp.maximum(jnp.minimum(gershgorin, frobenius), jnp.finfo(H.dtype).tiny)
 
 
-def _scales(H: Array, block: int) -> Array:
-    """(n,) Jacobi scales, equal within each block of ``block`` variables."""
+def _scales(H: Array, block) -> Array:
+    """(n,) Jacobi scales, equal within each block of ``block`` variables; ``block`` =
+    (size, count) puts only the first ``count`` blocks together (the rest: one scale per
+    variable)."""
     d = jnp.abs(jnp.diagonal(H))
     n = d.shape[0]
-    if block > 1 and n % block == 0:
-        d = jnp.repeat(jnp.mean(d.reshape(-1, block), -1), block)
+    size, count = block if isinstance(block, tuple) else (block, n // block if n % block == 0 else 0)
+    if size > 1 and count > 0:
+        k = size * count
+        d = jnp.concatenate([jnp.repeat(jnp.mean(d[:k].reshape(-1, size), -1), size), d[k:]])
     positive = d > jnp.finfo(H.dtype).eps * jnp.max(d)
     return jnp.where(positive, 1.0 / jnp.sqrt(jnp.where(positive, d, 1.0)), 1.0)
 
@@ -193,7 +197,7 @@ def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int) -> tuple[Array
     return c.x * s, Stats(c.it, c.res)
 
 
-def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int = 1,
+def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
           adjoint: str = "implicit") -> tuple[Array, Stats]:
     """Solve the QP from the warm start ``x0``.
 
@@ -202,7 +206,8 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int = 1,
       x0: (n,) warm start (projected onto C first).
       tol: relative tolerance (module docstring).
       max_iter: static iteration cap.
-      block: static block size of the Jacobi preconditioner (3 for contact triples).
+      block: static block size of the Jacobi preconditioner (3 for contact triples),
+        or (size, count): only the first ``count`` blocks (then single variables).
       adjoint: "implicit" (implicit function theorem) or "unrolled" (differentiate
         exactly ``max_iter`` iterations).
 
