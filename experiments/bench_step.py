@@ -31,6 +31,7 @@ MuJoCo, so timestep, integrator, geoms and contact filtering are the same):
   ant       gymnasium's ant.xml (RK4, dt 0.01)
   humanoid  gymnasium's humanoid.xml (RK4, dt 0.003)
 
+boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots).
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all
 slots): it solves for at most that many deepest active contacts per step (the rest
 are counted in ``state.overflow``). The number of contact slots is printed.
@@ -293,6 +294,8 @@ def print_iterations(iters: dict) -> None:
 def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     xml = scene_xml(name)
     opts = {"max_contacts": a.max_contacts} if name in LIMITED else {}
+    if name == "boxes8":
+        opts = {"max_contacts": a.boxes8_max_contacts}
     model = load_mjcf(xml, dtype=jnp.float32, **opts)
     mm0 = mujoco.MjModel.from_xml_string(xml)
     slots = int(jaxsim.make_state(model).contact.active.shape[0])
@@ -375,6 +378,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=10, help="steps per timed call (lax.scan length)")
     p.add_argument("--max-contacts", type=int, default=16,
                    help="jaxsim max_contacts for ant and humanoid (0: all slots)")
+    p.add_argument("--boxes8-max-contacts", type=int, default=48,
+                   help="jaxsim max_contacts for boxes8 (256 slots; 0: all)")
     p.add_argument("--iter-steps", type=int, default=200, help="steps of the iteration-stats run")
     p.add_argument("--iter-batch", type=int, default=8, help="envs of the iteration-stats run")
     p.add_argument("--no-mujoco-c", action="store_true", help="skip the MuJoCo C column")

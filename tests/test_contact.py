@@ -143,7 +143,7 @@ def test_jit_vmap_and_model_batches():
                             geom_friction=jnp.full_like(model.geom_friction, mu))
               for m, mu in ((0.5, 0.2), (2.0, 0.6))]
     slide = lambda m: jaxsim.rollout(m, jaxsim.make_state(m, q=m.qpos0.at[2].set(0.05),  # noqa: E731
-                                                          v=[2.0, 0, 0, 0, 0, 0]), jnp.zeros((300, 0)))[0]
+                                                          v=[2.0, 0, 0, 0, 0, 0]), jnp.zeros((150, 0)))[0]
     out = jax.jit(jax.vmap(slide))(batch_models(models))
     for i, m in enumerate(models):
         np.testing.assert_allclose(out.q[i], jax.jit(slide)(m).q, atol=1e-9)

@@ -155,7 +155,7 @@ def monte_carlo(normals_w, offsets, lo, hi, rng, n, chunk=200_000):
 
 
 def test_random_pairs_monte_carlo():
-    """200 random overlapping pairs (box-box, box-hull, hull-hull; hulls of 8-20 random
+    """120 random overlapping pairs (box-box, box-hull, hull-hull; hulls of 8-20 random
     points, padded with degenerate triangles). B's centre is put at a random point of A,
     and pairs whose overlap fills < 30% of the intersection of the two bounding boxes
     (estimated from 4000 points) are redrawn. Monte Carlo: 4e5 uniform points in that
@@ -167,7 +167,7 @@ def test_random_pairs_monte_carlo():
     kinds = [("box", "box"), ("box", "mesh"), ("mesh", "mesh")]
     max_faces, n_mc = 36, 400_000
     cases = {k: [] for k in kinds}
-    while sum(map(len, cases.values())) < 200:
+    while sum(map(len, cases.values())) < 120:
         kind = kinds[sum(map(len, cases.values())) % 3]
         spec_a, verts_a, planes_a = random_shape(rng, kind[0], max_faces)
         spec_b, verts_b, planes_b = random_shape(rng, kind[1], max_faces)
