@@ -10,13 +10,13 @@ it moves with geom1. The impulses ``df`` (3 per slot, contact frame, on geom2) s
 with ``d = p - p_ref`` (contact frame), i.e. the QP ``H = A^T A + lambda I``,
 ``g = A^T (b + K d)``. ``K`` (1/s) turns the displacement into a velocity correction
 (``K dt = 1`` removes it in one step; K is capped at 1/dt, beyond which it would
-over-correct) and ``lambda`` (units of A^2, kg^-2) relaxes the over-determined rigid
-problem, which makes the forces of a body resting on 4+ points unique and
+over-correct) and ``lambda`` (dimensionless: it is scaled by ``relaxation_scale``)
+relaxes the over-determined rigid problem, which makes the forces of a body resting on 4+ points unique and
 chatter-free. The plain rigid ("macroscopic") variant is K = lambda = 0. The normal
 component of ``d`` is the collision's penetration depth.
 
-Speculative contacts: slots whose shapes are up to ``opt.contact_margin`` apart are
-active too, with the target ``v_n+ >= -gap/dt`` (the gap may close within the step,
+Speculative contacts: slots whose shapes are apart by less than ``opt.contact_margin``
+plus one step's travel (``step.speculative_margin``) are active too, with the target ``v_n+ >= -gap/dt`` (the gap may close within the step,
 no further). Without them a body resting at zero depth flickers in and out of contact
 every step (the relaxed solve leaves it a micrometre above or below the surface), and a
 chain lying on the ground chatters at 0.3 rad/s.
@@ -31,8 +31,9 @@ Reference points (per slot, matched to last step's slot of the same pair by feat
      plane (no tangential spring).
 
 Friction (``mu_s`` static, ``mu_k`` kinetic: the larger of the two geoms' values,
-MuJoCo's rule). Each slot is either sticking or slipping in a step, decided at the end
-of the previous step, and one QP is solved:
+MuJoCo's rule). Each slot is either sticking or slipping in a step, decided from its
+tangential speed at the step's start, and the QP is solved once (twice if a static
+cone binds):
   * sticking slot: its impulse lies in the static cone ``|f_t| <= mu_s f_n`` inside the
     QP (RoKi-FD's choice; it puts a pyramid there). The relaxed solve spreads a rigid
     face's friction over its points as the cones allow, so a box on a slope steeper
@@ -47,11 +48,13 @@ of the previous step, and one QP is solved:
     torque of that impulse is propped up by the front contacts, which inflates ``f_n``
     ~80x for a box sliding at 2 m/s. A kinetic cone in the least-squares QP inflates
     it too (more ``f_n`` buys more friction); the skewed normal does not.
-  * transitions use the slot's tangential speed after the step, ``|(A df + b)_t|``,
-    against ``opt.slip_speed`` (default 0.01 m/s, Springhead's V_f): above it the slot
-    slips next step, below it it sticks. A sticking slot whose static cone cannot hold
-    it speeds up until it crosses; a slipping one sticks again once friction has
-    nearly stopped it. The paper's force test (``|f_t|`` against ``mu f_n`` after a
+  * a sticking slot whose static cone binds gets ``mu_s f_n`` along its friction as a
+    skewed normal in a second solve (undoing the normal impulse the cone inflated).
+  * transitions compare the slot's tangential speed at the step's start with
+    ``opt.slip_speed`` (default 0.01 m/s, Springhead's V_f): above it the slot slips,
+    below it it sticks. A sticking slot whose static cone cannot hold it speeds up
+    until it crosses; a slipping one sticks again once friction has nearly stopped
+    it. The paper's force test (``|f_t|`` against ``mu f_n`` after a
     sticking solve) misfires on the transients of a relaxed solve: a cube released on
     a slope rocks on one edge for a step, that edge's sticking solve asks for
     ``|f_t| = 0.8 f_n`` and the cube slides away although tan(theta) < mu_s.
