@@ -48,6 +48,18 @@ states, one env at a time) is reported too. Also reported: jaxsim's contact over
 and non-finite flags, and the final q[2] (height of the first free body) on every
 side, a coarse plausibility check.
 
+MJX's Cholesky at batch > 1 (``--mjx-cholesky``, default ``auto``): MJX factors the
+mass matrix and the Newton Hessian with ``jax.scipy.linalg.cho_factor``, which on CPU is
+jaxlib's batched LAPACK kernel. That kernel splits a vmapped batch over XLA's intra-op
+thread pool from inside a pool task and waits; on a 2-core machine both pool threads
+block there and the call never returns (seen for MJX on boxes8 at batch 64, and for
+jaxsim's own Cholesky before it moved to ``jaxsim.linalg``). So with ``auto`` MJX runs
+stock at batch 1 (one matrix per call: no split, no deadlock) and, at batch > 1, with
+its ``cho_factor``/``cho_solve`` calls traced as ``jaxsim.linalg``'s plain-JAX ones
+(same math, same Newton solver). At batch 1 MJX is then timed both ways, so the cost
+or gain of that substitution is printed (``MJX plain-Cholesky``). ``lapack``: stock
+MJX everywhere (may hang on small CPUs); ``plain``: substituted everywhere.
+
 If MJX rejects a scene (or a call fails), the reason is printed and stored and only
 jaxsim is timed; a jaxsim failure is printed and stored and the scene is skipped.
 
@@ -64,6 +76,7 @@ Results are printed as a table and written as JSON (default
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -78,6 +91,7 @@ import numpy as np
 from mujoco import mjx
 
 import jaxsim
+from jaxsim import linalg
 from jaxsim.io import load_mjcf
 from bench_collision import BOXES8, _box_body, _mjcf, load_mjx, random_states
 from benchutil import bench, machine_info, parse_common
@@ -112,6 +126,34 @@ def scene_xml(name: str) -> str:
 
 
 # ---------------------------------------------------------------- batched step functions
+
+@contextlib.contextmanager
+def mjx_cholesky(plain: bool):
+    """While active (and ``plain``), ``jax.scipy.linalg.cho_factor``/``cho_solve`` --
+    what MJX calls, looked up at trace time -- are ``jaxsim.linalg``'s plain-JAX ones
+    (module docstring: jaxlib's batched LAPACK Cholesky deadlocks on 2 cores)."""
+    import jax.scipy.linalg as jsl
+    saved = jsl.cho_factor, jsl.cho_solve
+
+    def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+        L = linalg.cho_factor(a)
+        return (L if lower else L.T), lower
+
+    def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+        c, lower = c_and_lower
+        return linalg.cho_solve(c if lower else c.T, b)
+
+    if plain:
+        jsl.cho_factor, jsl.cho_solve = cho_factor, cho_solve
+    try:
+        yield
+    finally:
+        jsl.cho_factor, jsl.cho_solve = saved
+
+
+def mjx_plain(mode: str, batch: int) -> bool:
+    return mode == "plain" or (mode == "auto" and batch > 1)
+
 
 def jaxsim_steps(model, steps: int):
     """Batched States -> batched States after ``steps`` steps (ctrl = the states' ctrl)."""
@@ -191,7 +233,7 @@ def _stats(x) -> dict:
     return {"mean": float(x.mean()), "max": int(x.max())}
 
 
-def iteration_stats(model, mx, dx, mm, batch: int, steps: int) -> dict:
+def iteration_stats(model, mx, dx, mm, batch: int, steps: int, mjx_mode: str = "auto") -> dict:
     """``steps`` steps of ``batch`` envs on each side; per-step solver iterations."""
     q = random_states(mm, batch, seed=1)
     out = {"batch": batch, "steps": steps}
@@ -222,7 +264,9 @@ def iteration_stats(model, mx, dx, mm, batch: int, steps: int) -> dict:
             return it, d.qpos[2], jnp.all(jnp.isfinite(d.qpos))
 
         t0 = time.perf_counter()
-        it, z, finite = jax.block_until_ready(jax.jit(jax.vmap(mx_one))(mjx_init(dx, q)))
+        jax.clear_caches()  # so MJX is traced again under the chosen Cholesky
+        with mjx_cholesky(mjx_plain(mjx_mode, batch)):
+            it, z, finite = jax.block_until_ready(jax.jit(jax.vmap(mx_one))(mjx_init(dx, q)))
         niter = _stats(it) if has_niter else None
         if niter is not None and niter["max"] == 0:  # MJX 3.x keeps the count inside
             niter["never_written"] = True             # solver.solve: Data's field stays 0
@@ -343,11 +387,22 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
         row["mjx"], row["jaxsim_over_mjx"] = {"unsupported": mjx_reason}, None
         if mx_f is not None:
             try:
-                m = bench(mx_f, (mjx_init(dx, q),), a.min_time)
+                plain = mjx_plain(a.mjx_cholesky, batch)
+                with mjx_cholesky(plain):
+                    m = bench(mx_f, (mjx_init(dx, q),), a.min_time)
                 m["steps_per_s"] = batch * a.steps / m["sec_per_call"]
+                m["cholesky"] = "jaxsim.linalg" if plain else "lapack"
+                if batch == 1 and a.mjx_cholesky == "auto":  # the substitution's own effect
+                    with mjx_cholesky(True):
+                        mp = bench(mx_f, (mjx_init(dx, q),), a.min_time)
+                    m["plain_cholesky_steps_per_s"] = a.steps / mp["sec_per_call"]
+                    print(f"  {name:9s} batch     1 MJX plain-Cholesky: "
+                          f"{m['plain_cholesky_steps_per_s']:9.4g} steps/s (stock "
+                          f"{m['steps_per_s']:.4g})", flush=True)
                 row["mjx"] = m
                 row["jaxsim_over_mjx"] = r["steps_per_s"] / m["steps_per_s"]
                 print(f"  {name:9s} batch {batch:5d} MJX   : {m['steps_per_s']:11.4g} steps/s "
+                      f"[{m['cholesky']} Cholesky] "
                       f"({m['sec_per_call'] * 1e3:8.3f} ms/call, {m['calls']} calls, compile "
                       f"{m['compile_s']:.1f} s); jaxsim/MJX = {row['jaxsim_over_mjx']:.3f}",
                       flush=True)
@@ -361,7 +416,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
                   f"({c['sec_per_call'] * 1e3:8.3f} ms/call)", flush=True)
         rows.append(row)
 
-    s = iteration_stats(model, mx, dx, mm, a.iter_batch, a.iter_steps)
+    s = iteration_stats(model, mx, dx, mm, a.iter_batch, a.iter_steps, a.mjx_cholesky)
     iters[name] = s
     j, m = s["jaxsim"], s.get("mjx") or {}
     print(f"  {name:9s} {a.iter_steps} steps x {a.iter_batch} envs: jaxsim QP iterations "
@@ -383,6 +438,9 @@ def main() -> None:
     p.add_argument("--iter-steps", type=int, default=200, help="steps of the iteration-stats run")
     p.add_argument("--iter-batch", type=int, default=8, help="envs of the iteration-stats run")
     p.add_argument("--no-mujoco-c", action="store_true", help="skip the MuJoCo C column")
+    p.add_argument("--mjx-cholesky", choices=("auto", "lapack", "plain"), default="auto",
+                   help="MJX's Cholesky: auto = stock LAPACK at batch 1, jaxsim.linalg's "
+                        "plain JAX at batch > 1 (module docstring)")
     p.add_argument("--settle", type=float, default=1.0,
                    help="simulated seconds MuJoCo C runs each scene before its pose becomes the "
                         "initial state of every env (so the timed steps are in contact)")
@@ -407,7 +465,9 @@ def main() -> None:
     print_table(rows)
     print(f"\n(steps/s = batch * {a.steps} steps * calls / s; ratio > 1: jaxsim faster; "
           f"C = MuJoCo mj_step, batch 1; active/env: jaxsim active contact slots per env "
-          f"after one call)\n")
+          f"after one call; MJX Cholesky: --mjx-cholesky {a.mjx_cholesky}"
+          + (" = stock LAPACK at batch 1, jaxsim.linalg plain JAX at batch > 1" if a.mjx_cholesky == "auto" else "")
+          + ")\n")
     print_iterations(iters)
     print(f"\n(iteration run: {a.iter_steps} steps x {a.iter_batch} envs; jaxsim: contact QP "
           f"iterations per step; MJX: solver_niter per step; overflow: active contacts "

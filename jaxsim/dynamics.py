@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import kinematics as kin_mod
-from jaxsim import math
+from jaxsim import linalg, math
 from jaxsim.kinematics import Kinematics, plan
 from jaxsim.types import DynType, JointType, Model
 
@@ -187,8 +187,7 @@ def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array
                           extra_diag: Array | float = 0.0) -> Array:
     """(nv,) ``qacc = (M + diag(extra))^-1 (tau - bias)`` by Cholesky."""
     m = mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(tau.dtype))
-    factor = jax.scipy.linalg.cho_factor(m, lower=True)
-    return jax.scipy.linalg.cho_solve(factor, tau - bias)
+    return linalg.cho_solve(linalg.cho_factor(m), tau - bias)
 
 
 def forward_dynamics_aba(model: Model, kin: Kinematics, v: Array, tau: Array,

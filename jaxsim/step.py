@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import dynamics, integrator
+from jaxsim import dynamics, integrator, linalg
 from jaxsim import math
 from jaxsim.collision.driver import bound_radius, collide
 from jaxsim.collision.pairs import pair_plan
@@ -84,8 +84,8 @@ def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl:
     tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied)
     bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
     m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
-    factor = jax.scipy.linalg.cho_factor(m, lower=True)
-    return factor, jax.scipy.linalg.cho_solve(factor, tau - bias), act_dot
+    factor = linalg.cho_factor(m)
+    return factor, linalg.cho_solve(factor, tau - bias), act_dot
 
 
 def speculative_margin(model: Model, kin: Kinematics, v: Array) -> Array:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import linalg
 from jaxsim.collision.pairs import pair_plan
 from jaxsim.kinematics import Kinematics, plan
 from jaxsim.types import Contacts, Model, Topology
@@ -75,9 +76,9 @@ class ContactSpace(NamedTuple):
 
 def contact_space(jac: Array, mass_factor, v_free: Array) -> ContactSpace:
     """Operators of SPEC section 1 from the Jacobian ((ncon, 3, nv) or rows (k, nv)), the
-    Cholesky factor of M (``jax.scipy.linalg.cho_factor``) and the contact-free next
+    lower Cholesky factor of M (``jaxsim.linalg.cho_factor``) and the contact-free next
     velocity."""
     J = jac.reshape(-1, jac.shape[-1])
-    minv_jt = jax.scipy.linalg.cho_solve(mass_factor, J.T)
+    minv_jt = linalg.cho_solve(mass_factor, J.T)
     A = J @ minv_jt
     return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free)

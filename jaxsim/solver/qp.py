@@ -42,6 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import linalg
+
 Array = jax.Array
 
 
@@ -183,7 +185,7 @@ def _solve_implicit_jvp(max_iter, block, primals, tangents):
     system = jnp.eye(n, dtype=x.dtype) - jac_p @ (jnp.eye(n, dtype=x.dtype) - eta * qp.H)
     # a tiny ridge keeps the system solvable where H is only semi-definite
     ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=x.dtype)
-    dx = jnp.linalg.solve(system + ridge, rhs)
+    dx = linalg.solve(system + ridge, rhs)
     zeros = Stats(np.zeros((), jax.dtypes.float0), jnp.zeros_like(stats.residual))
     return (x, stats), (dx, zeros)
 

@@ -1,0 +1,103 @@
+"""Small dense factorizations in plain JAX: Cholesky, triangular solves, pivoted LU.
+
+Why not ``jax.scipy.linalg``: on CPU those lower to jaxlib's LAPACK custom calls,
+which split a vmapped batch over XLA's intra-op thread pool from inside a task of that
+same pool. On a 2-core machine a 1024-env step deadlocked there (every pool thread
+blocked in ``ParallelBatchMap`` waiting for work only the pool could run). Written
+with ordinary array ops, the factorizations batch like the rest of the step, run the
+same on CPU and GPU, and differentiate without custom rules.
+
+The matrices here are small (nv of a robot, 3 x contacts), so up to ``UNROLL`` rows
+the column loop is unrolled at trace time (static slices, no loop overhead); larger
+ones use ``lax.fori_loop`` over full-size masked rows (O(n^3) either way).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+UNROLL = 8  # largest n whose loops are unrolled (more: compile time grows, run time does not drop)
+
+
+def cho_factor(a: Array) -> Array:
+    """(n, n) lower Cholesky factor L of a symmetric positive-definite ``a`` (L L^T = a;
+    only the lower triangle of ``a`` is read)."""
+    a = jnp.asarray(a)
+    n = a.shape[-1]
+    L = jnp.zeros_like(a)
+    if n <= UNROLL:
+        for j in range(n):  # left-looking: column j from the columns before it
+            v = a[j:, j] - L[j:, :j] @ L[j, :j]
+            d = jnp.sqrt(v[0])
+            L = L.at[j, j].set(d).at[j + 1:, j].set(v[1:] / d)
+        return L
+    idx = jnp.arange(n)
+
+    def column(j, L):
+        v = a[:, j] - L @ L[j]  # L[j] is zero from column j on
+        d = jnp.sqrt(v[j])
+        return L.at[:, j].set(jnp.where(idx > j, v / d, jnp.where(idx == j, d, 0.0)))
+    return jax.lax.fori_loop(0, n, column, L)
+
+
+def _forward(L: Array, b: Array, unit_diag: bool = False) -> Array:
+    """y with L y = b (L lower triangular; b (n,) or (n, k))."""
+    n = L.shape[0]
+    diag = (lambda i: 1.0) if unit_diag else (lambda i: L[i, i])  # noqa: E731
+    y = jnp.zeros_like(b)
+    if n <= UNROLL:
+        for i in range(n):
+            y = y.at[i].set((b[i] - L[i, :i] @ y[:i]) / diag(i))
+        return y
+    return jax.lax.fori_loop(0, n, lambda i, y: y.at[i].set((b[i] - L[i] @ y) / diag(i)), y)
+
+
+def _backward(U: Array, y: Array) -> Array:
+    """x with U x = y (U upper triangular; y (n,) or (n, k))."""
+    n = U.shape[0]
+    x = jnp.zeros_like(y)
+    if n <= UNROLL:
+        for i in reversed(range(n)):
+            x = x.at[i].set((y[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i])
+        return x
+
+    def row(k, x):
+        i = n - 1 - k
+        return x.at[i].set((y[i] - U[i] @ x) / U[i, i])  # x is zero up to i
+    return jax.lax.fori_loop(0, n, row, x)
+
+
+def cho_solve(L: Array, b: Array) -> Array:
+    """x with (L L^T) x = b, for L from ``cho_factor``; b (n,) or (n, k)."""
+    L, b = jnp.asarray(L), jnp.asarray(b)
+    return _backward(L.T, _forward(L, b))
+
+
+def solve(a: Array, b: Array) -> Array:
+    """x with a x = b for a general nonsingular (n, n) ``a`` (LU with partial
+    pivoting); b (n,) or (n, k)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    n = a.shape[-1]
+    rows = jnp.arange(n)
+
+    def eliminate(k, carry):
+        lu, perm = carry
+        p = jnp.argmax(jnp.where(rows >= k, jnp.abs(lu[:, k]), -1.0))
+        swap = jnp.where(rows == k, p, jnp.where(rows == p, k, rows))
+        lu, perm = lu[swap], perm[swap]
+        factor = jnp.where(rows > k, lu[:, k] / lu[k, k], 0.0)
+        # rows below k: subtract factor x row k right of column k; store the factor at k
+        upd = lu - factor[:, None] * jnp.where(rows > k, lu[k], 0.0)[None, :]
+        return jnp.where((rows > k)[:, None] & (rows == k)[None, :], factor[:, None], upd), perm
+
+    if n <= UNROLL:
+        carry = (a, rows)
+        for k in range(n):
+            carry = eliminate(k, carry)
+        lu, perm = carry
+    else:
+        lu, perm = jax.lax.fori_loop(0, n, eliminate, (a, rows))
+    lower = jnp.tril(lu, -1) + jnp.eye(n, dtype=lu.dtype)
+    return _backward(jnp.triu(lu), _forward(lower, b[perm], unit_diag=True))
