@@ -12,11 +12,14 @@ and reports physics steps per second (batch * N * calls / seconds):
   * MuJoCo -- batch 1 only: ``mujoco.mj_step`` N times in a Python loop on the same
               (Newton) MjModel, each call restarting from the same initial state
 
-Everything is float32 and ctrl = 0. Both simulators start from the same states: the
-scene's ``qpos0`` plus tiny noise (0.5 mm on free-joint positions, ~0.01 rad on
-quaternions and hinges; ``random_states`` of bench_collision.py), velocities zero,
-where ``qpos0`` is first replaced by the pose MuJoCo C reaches after ``--settle`` s
-(default 1 s) from the file's qpos0, so that every timed step is in contact.
+Everything is float32 and ctrl = 0. Each simulator starts from its own resting pose
+plus the same tiny noise (0.5 mm on free-joint positions, ~0.01 rad on quaternions and
+hinges; ``random_states`` of bench_collision.py), velocities zero: the pose MuJoCo C
+reaches after ``--settle`` s (default 1 s) from the file's qpos0 for MJX and MuJoCo C,
+the pose jaxsim reaches in the same time for jaxsim, so that every timed step is in
+contact on both sides. (One shared pose is not fair: MuJoCo's soft contacts rest
+~1 cm deep, and jaxsim's momentum-level correction throws a body started that deep
+into the air, where it would be timed with fewer contacts.)
 Each timed call starts from those states again and is followed by
 ``jax.block_until_ready``; compilation is timed separately and excluded (best of 3
 loops of >= --min-time s, see benchutil.bench). After the jaxsim timing, the number of
@@ -226,6 +229,17 @@ def settle(mm, seconds: float) -> None:
     mm.qpos0[:] = md.qpos
 
 
+def settle_jaxsim(model, xml: str, seconds: float):
+    """A copy of the scene's MjModel whose ``qpos0`` is the pose jaxsim reaches after
+    ``seconds`` from the file's qpos0 at rest (ctrl 0): jaxsim's own resting pose."""
+    steps = int(round(seconds / float(model.opt.timestep)))
+    final, _ = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model),
+                                       jnp.zeros((steps, model.nu), model.dtype))
+    mm = mujoco.MjModel.from_xml_string(xml)
+    mm.qpos0[:] = np.asarray(final.q, np.float64)
+    return mm
+
+
 # ---------------------------------------------------------------- solver iterations
 
 def _stats(x) -> dict:
@@ -233,9 +247,11 @@ def _stats(x) -> dict:
     return {"mean": float(x.mean()), "max": int(x.max())}
 
 
-def iteration_stats(model, mx, dx, mm, batch: int, steps: int, mjx_mode: str = "auto") -> dict:
-    """``steps`` steps of ``batch`` envs on each side; per-step solver iterations."""
-    q = random_states(mm, batch, seed=1)
+def iteration_stats(model, mx, dx, mm, mm_js, batch: int, steps: int,
+                    mjx_mode: str = "auto") -> dict:
+    """``steps`` steps of ``batch`` envs on each side; per-step solver iterations.
+    ``mm``/``mm_js``: MjModels whose qpos0 is MuJoCo's / jaxsim's resting pose."""
+    q, q_js = random_states(mm, batch, seed=1), random_states(mm_js, batch, seed=1)
     out = {"batch": batch, "steps": steps}
 
     def js_one(s):
@@ -247,7 +263,7 @@ def iteration_stats(model, mx, dx, mm, batch: int, steps: int, mjx_mode: str = "
 
     t0 = time.perf_counter()
     it, active, overflow, nonfinite, z = jax.block_until_ready(
-        jax.jit(jax.vmap(js_one))(jaxsim_init(model, q)))
+        jax.jit(jax.vmap(js_one))(jaxsim_init(model, q_js)))
     out["jaxsim"] = {"iterations": _stats(it), "active_at_end": _stats(active),
                      "overflow_total": _stats(overflow), "nonfinite_envs": int(np.sum(nonfinite)),
                      "q2_at_end_mean": float(np.mean(z)), "wall_s": time.perf_counter() - t0}
@@ -350,7 +366,11 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
                    "jaxsim_options": opts}
 
     mjx_reason, mx, dx = None, None, None
+    mm_js = settle_jaxsim(model, xml, a.settle)
     settle(mm0, a.settle)
+    notes[name]["rest_q2"] = {"jaxsim": float(mm_js.qpos0[2]), "mujoco": float(mm0.qpos0[2])}
+    print(f"  resting q[2] after {a.settle:g} s: jaxsim {mm_js.qpos0[2]:.4f}, MuJoCo C "
+          f"{mm0.qpos0[2]:.4f}", flush=True)
     try:
         mm, mx, dx = load_mjx(xml)
         mm.qpos0[:] = mm0.qpos0
@@ -366,7 +386,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     for batch in a.batches:
         q = random_states(mm, batch)
         row = {"scene": name, "batch": batch, "steps": a.steps}
-        states = jaxsim_init(model, q)
+        states = jaxsim_init(model, random_states(mm_js, batch))
         r = bench(js_f, (states,), a.min_time)
         r["steps_per_s"] = batch * a.steps / r["sec_per_call"]
         end = jax.jit(js_f)(states)  # hits the cache of bench's compile
@@ -416,7 +436,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
                   f"({c['sec_per_call'] * 1e3:8.3f} ms/call)", flush=True)
         rows.append(row)
 
-    s = iteration_stats(model, mx, dx, mm, a.iter_batch, a.iter_steps, a.mjx_cholesky)
+    s = iteration_stats(model, mx, dx, mm, mm_js, a.iter_batch, a.iter_steps, a.mjx_cholesky)
     iters[name] = s
     j, m = s["jaxsim"], s.get("mjx") or {}
     print(f"  {name:9s} {a.iter_steps} steps x {a.iter_batch} envs: jaxsim QP iterations "
