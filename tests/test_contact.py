@@ -120,7 +120,6 @@ def test_cube_dropped_on_edge_does_not_pass_through():
 def test_jit_vmap_and_model_batches():
     model = scenes.cube(height=0.06, euler_deg=(10.0, 5.0, 0.0), dtype=jnp.float64)
     rng = np.random.default_rng(0)
-    s0 = jaxsim.make_state(model)
     s_touch = jaxsim.make_state(model, q=model.qpos0.at[2].set(0.056))  # a corner 1 mm deep
     eager = jaxsim.step(model, s_touch)  # op by op: slow, so one step
     jitted = jax.jit(jaxsim.step)(model, s_touch)
@@ -191,15 +190,15 @@ def test_skew_pushes_apart():
     np.testing.assert_array_equal(np.asarray(got), [True, True, False, True, True])
 
 
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
-def test_humanoid_lands_without_sinking_or_launching(dtype):
+def test_humanoid_lands_without_sinking_or_launching(dtype=jnp.float32):
     """gymnasium's humanoid released from its file pose (ctrl 0) falls and lands: its
     floor contacts stay about as shallow as MuJoCo C's (~9 mm deepest in the same
     fall) and it is never thrown above its start. With mu = 1 the landing feet used to
     take kinetic friction whose torque pushed them down (Painleve), got no normal
     impulse, sank 55 mm and, folded into the body, threw it up at 14 m/s. Still
     open: a foot/body self-collision in the float64 run reaches 57 mm and an upward
-    speed of 2.8 m/s (hence the loose speed bound)."""
+    speed of 2.8 m/s (hence the loose speed bound; the float64 run passes these bounds
+    too, left out for suite time)."""
     from conftest import gymnasium_dir
     from jaxsim.io import load_mjcf
 
