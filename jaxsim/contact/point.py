@@ -277,7 +277,7 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
                             jnp.zeros((nl,), dtype)])
     # an impacting slot (approaching faster than slip_speed) whose skewed normal would
     # not push it apart keeps the static cone: a gymnasium humanoid's feet landing
-    # with mu = 1 took no normal impulse, sank 30 mm, and their later overlap with the
+    # with mu = 1 took no normal impulse, sank 55 mm, and their later overlap with the
     # body launched it at 14 m/s
     impact = v_rel[:, 0] < -opt.slip_speed
     x1, stats1 = solve_qp(slipping & (skew_pushes_apart(space.A, kinetic) | ~impact), kinetic, warm)
