@@ -40,7 +40,7 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
         active=jnp.zeros((ncon,), bool), feature=jnp.zeros((ncon,), jnp.int32),
         ref_g1=jnp.zeros((ncon, 3), dtype), slipping=jnp.zeros((ncon,), bool),
         impulse=jnp.zeros((ncon, 3), dtype), force_w=jnp.zeros((ncon, 3), dtype),
-        depth=jnp.zeros((ncon,), dtype))
+        pos_w=jnp.zeros((ncon, 3), dtype), depth=jnp.zeros((ncon,), dtype))
     return State(
         q=as_arr(q, model.qpos0, model.nq), v=as_arr(v, 0.0, model.nv),
         act=as_arr(act, 0.0, model.topo.na), time=jnp.zeros((), dtype),

@@ -303,6 +303,8 @@ class ContactState:
       impulse: (ncon, 3) N s, last impulse on geom2 in the contact frame (normal,
         tangent 1, tangent 2): the QP's warm start.
       force_w: (ncon, 3) N, last contact force on geom2 (impulse / dt), world frame.
+      pos_w: (ncon, 3) m, where that force acted: the contact point at the start of the
+        last step, world frame (0 where inactive).
       depth: (ncon,) m, penetration depth at the start of the last step (negative: a
         speculative contact, the shapes that far apart; 0 where inactive).
     """
@@ -313,6 +315,7 @@ class ContactState:
     slipping: Array
     impulse: Array
     force_w: Array
+    pos_w: Array
     depth: Array
 
 

@@ -127,22 +127,19 @@ def test_jit_vmap_and_model_batches():
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-10)
 
+    # 16 envs, each with its own initial velocity, body mass and friction: one vmap
+    # over states and over a batch of models (same topology), against single runs
     v0 = rng.normal(size=(16, 6)) * 0.5
-    states = jax.vmap(lambda v: jaxsim.make_state(model, v=v))(jnp.asarray(v0))
-    batched, _ = jax.jit(jax.vmap(lambda s: jaxsim.rollout(model, s, jnp.zeros((100, 0)))))(states)
-    for i in (0, 7, 15):
-        single, _ = run(model, jaxsim.make_state(model, v=v0[i]), 100)
-        np.testing.assert_allclose(batched.q[i], single.q, atol=1e-9)
-
-    # a batch of models: different masses and frictions, same topology
+    mass, mu = rng.uniform(0.5, 2.0, 16), rng.uniform(0.2, 0.8, 16)
     models = [model.replace(body_mass=model.body_mass.at[1].set(m),
-                            geom_friction=jnp.full_like(model.geom_friction, mu))
-              for m, mu in ((0.5, 0.2), (2.0, 0.6))]
-    slide = lambda m: jaxsim.rollout(m, jaxsim.make_state(m, q=m.qpos0.at[2].set(0.05),  # noqa: E731
-                                                          v=[2.0, 0, 0, 0, 0, 0]), jnp.zeros((150, 0)))[0]
-    out = jax.jit(jax.vmap(slide))(batch_models(models))
-    for i, m in enumerate(models):
-        np.testing.assert_allclose(out.q[i], jax.jit(slide)(m).q, atol=1e-9)
+                            geom_friction=jnp.full_like(model.geom_friction, f)) for m, f in zip(mass, mu)]
+    states = jax.vmap(lambda v: jaxsim.make_state(model, v=v))(jnp.asarray(v0))
+    roll = lambda m, s: jaxsim.rollout(m, s, jnp.zeros((100, 0)))[0]  # noqa: E731
+    batched = jax.jit(jax.vmap(roll))(batch_models(models), states)
+    for i in (0, 7, 15):
+        single, _ = run(models[i], jaxsim.make_state(model, v=v0[i]), 100)
+        np.testing.assert_allclose(batched.q[i], single.q, atol=1e-9)
+    assert np.ptp(np.asarray(batched.q[:, 0])) > 0.01  # the envs differ
 
 
 def test_sliding_deceleration_follows_friction():
@@ -231,11 +228,11 @@ def test_humanoid_rollout_gradient_is_finite():
 
     def loss(ctrls):
         final, traj = jaxsim.rollout(model, s0, ctrls)
-        return jnp.sum(final.q[:3] ** 2) + jnp.mean(traj.q[:, 2])
+        return jnp.sum(final.q[:3] ** 2) + jnp.mean(traj.q[:, 2]), (final, traj)
 
     ctrls = jnp.full((500, model.nu), 0.1, model.dtype)
-    value, grad = jax.jit(jax.value_and_grad(loss))(ctrls)
-    final, traj = jax.jit(jaxsim.rollout)(model, s0, ctrls)
+    # one compiled function gives the value, the gradient and the trajectory
+    (value, (final, traj)), grad = jax.jit(jax.value_and_grad(loss, has_aux=True))(ctrls)
     assert float(traj.q[:, 2].min()) < 0.5  # it did fall onto the floor
     assert int(np.asarray(traj.contact.active).sum(1).max()) > 0
     assert not bool(final.nonfinite)

@@ -301,5 +301,6 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     force_w = jnp.einsum("mij,mi->mj", contacts.frame_w, df) / opt.timestep
     state = ContactState(active=active, feature=contacts.feature,
                          ref_g1=jnp.where(active[:, None], ref_g1, 0.0), slipping=slipping,
-                         impulse=df, force_w=force_w, depth=jnp.where(active, contacts.depth, 0.0))
+                         impulse=df, force_w=force_w,
+                         pos_w=jnp.where(active[:, None], contacts.pos_w, 0.0), depth=jnp.where(active, contacts.depth, 0.0))
     return jnp.concatenate([df.reshape(-1), df_limit]), state, SolverStats(stats.iterations, stats.residual)
