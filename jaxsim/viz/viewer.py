@@ -107,10 +107,8 @@ def _static_traces(go, model: Model, geoms: _Geoms, kin0, offsets, half_extent: 
             w = v @ rot.T + pos + off
             if kind == GeomType.PLANE:  # centre the square under the scene
                 w = w + np.array([center[0], center[1], 0.0]) - np.array([pos[0], pos[1], 0.0])
-                cent = w[f].mean(1)
-                tile = 2 * half_extent / 8
-                parity = (np.floor(cent[:, 0] / tile) + np.floor(cent[:, 1] / tile)) % 2
-                colors = [_rgb(FLOOR_RGB[int(p)]) for p in parity]
+                cell = np.floor((v[f].mean(1)[:, :2] - v.min(0)[:2]) / (np.ptp(v[:, :2], 0) / 8))
+                colors = [_rgb(FLOOR_RGB[int(p)]) for p in cell.sum(1) % 2]
             else:
                 colors = [_rgb(np.asarray(model.geom_rgba[g]))] * len(f)
             traces.append(go.Mesh3d(x=w[:, 0], y=w[:, 1], z=w[:, 2], i=f[:, 0], j=f[:, 1], k=f[:, 2],
@@ -119,17 +117,21 @@ def _static_traces(go, model: Model, geoms: _Geoms, kin0, offsets, half_extent: 
     return traces
 
 
-def _arrows(pos, force, scale):
-    """Line segments p -> p + scale f, separated by NaN (one Scatter3d trace)."""
+def _arrows(pos, force, scale, max_length):
+    """Line segments p -> p + scale f, at most ``max_length`` long (impacts would
+    otherwise draw metres-long arrows), separated by NaN (one Scatter3d trace)."""
     if len(pos) == 0:
         return np.zeros((0, 3))
-    seg = np.stack([pos, pos + scale * force, np.full_like(pos, np.nan)], 1)
+    arrow = scale * force
+    length = np.linalg.norm(arrow, axis=-1, keepdims=True)
+    arrow = arrow * np.minimum(1.0, max_length / np.maximum(length, 1e-12))
+    seg = np.stack([pos, pos + arrow, np.full_like(pos, np.nan)], 1)
     return seg.reshape(-1, 3)
 
 
 def animate(model: Model, traj: State, *, env: int | None = None, envs=None,
             spacing: float | None = None, contacts: bool = False, forces: bool = False,
-            force_scale: float | None = None, fps: float = 30.0, max_frames: int = 600,
+            force_scale: float | None = None, max_arrow: float = 1.0, fps: float = 30.0, max_frames: int = 600,
             title: str | None = None, height: int = 600):
     """An interactive 3-D animation of a rollout.
 
@@ -146,7 +148,8 @@ def animate(model: Model, traj: State, *, env: int | None = None, envs=None,
       contacts: mark the active contact points (red).
       forces: draw contact forces as arrows (orange), the force on ``geom2`` (for a
         floor contact: on the robot) at its contact point.
-      force_scale: m per N of the arrows (default: total weight -> 0.3 m).
+      force_scale: m per N of the arrows (default: the total weight -> 0.5 m).
+      max_arrow: m, longer arrows (impacts) are drawn this long.
       fps: frames per simulated second (the slider's resolution); at most
         ``max_frames`` frames in all.
       title: the figure's title.
@@ -202,7 +205,7 @@ def animate(model: Model, traj: State, *, env: int | None = None, envs=None,
     m0 = per_env[0]["model"]
     weight = float(np.sum(np.asarray(m0.body_mass)) * np.linalg.norm(np.asarray(m0.opt.gravity)))
     if force_scale is None:
-        force_scale = 0.3 / max(weight, 1e-9)
+        force_scale = 0.5 / max(weight, 1e-9)
 
     data, moving_ids = _static_traces(go, m0, per_env[0]["geoms"], jax.tree.map(lambda x: x[0], per_env[0]["kin"]),
                                       offsets, half_extent, center), []
@@ -225,7 +228,8 @@ def animate(model: Model, traj: State, *, env: int | None = None, envs=None,
                 if contacts:
                     out.append(xyz("scatter3d", pos.astype(np.float32)))
                 if forces:
-                    out.append(xyz("scatter3d", _arrows(pos, force, force_scale).astype(np.float32)))
+                    arrows = _arrows(pos, force, force_scale, max_arrow)
+                    out.append(xyz("scatter3d", arrows.astype(np.float32)))
         return out
 
     first = [(go.Mesh3d if t["type"] == "mesh3d" else go.Scatter3d)(**{k: v for k, v in t.items() if k != "type"})
