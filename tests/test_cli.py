@@ -1,23 +1,123 @@
-"""The README's main command (``python -m jaxsim``): a short run of each built-in
-contact scene, and bad input rejected with a one-line error."""
+"""The ``jaxsim`` command line: the README's main command (bare ``python -m jaxsim``),
+``demo``, ``simulate`` on gymnasium's ant in a subprocess, a floor added under a model
+without one, and bad input rejected with a one-line error and exit status 2."""
 
+import os
+import re
+import subprocess
+import sys
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from jaxsim.__main__ import main
+import jaxsim
+from jaxsim.cli import load_with_floor, main
+from jaxsim.kinematics import forward_kinematics
+
+ANT = os.path.join(os.path.dirname(gymnasium.__file__), "envs/mujoco/assets/ant.xml")
+TILTED_BOX = """<mujoco><option timestep="0.002"/><worldbody>
+  <body name="box" pos="0.3 0 1.5" euler="0 25 0"><freejoint/><geom type="box" size="0.1 0.08 0.05"/></body>
+</worldbody></mujoco>"""
 
 
-@pytest.mark.parametrize("scene", ["cube", "pendulum"])
-def test_demo_runs_and_reports(scene, capsys):
-    assert main(["--scene", scene, "--duration", "0.6"]) == 0
+def test_bare_command_is_the_cube_demo(capsys):
+    assert main(["--duration", "0.4"]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("jaxsim demo: 0.1 m, 0.5 kg cube")
     for line in ("steps/s", "max penetration", "contact QP", "non-finite values: none"):
         assert line in out
 
 
+def test_demo_runs_every_scene_and_writes_viewers(tmp_path, capsys):
+    assert main(["demo", "--duration", "0.4", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("jaxsim demo:") == 2 and "pendulum" in out
+    for scene in ("cube", "pendulum"):
+        html = (tmp_path / f"{scene}.html").read_text()
+        assert "<script" in html and "Plotly" in html
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "jaxsim", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_simulate_ant_writes_the_viewer(tmp_path):
+    out = tmp_path / "ant.html"
+    r = run_cli("simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
+    for line in ("env-steps/s", "max penetration", "contact QP", "overflow", "non-finite         0 of 2"):
+        assert line in r.stdout
+    html = out.read_text()
+    assert html.lower().startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    assert re.search(r"<script[^>]*\bsrc=", html) is None  # plotly.js embedded: opens offline
+    assert html.count('"type":"mesh3d"') >= 3  # floor + one per env shown
+
+
+def one_line_error(r):
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jaxsim: error: "), r.stderr
+    return lines[0]
+
+
+def test_bad_model_files_get_one_line_errors(tmp_path):
+    assert "model file not found" in one_line_error(run_cli("simulate", str(tmp_path / "missing.xml")))
+    gravcomp = tmp_path / "gravcomp.xml"
+    gravcomp.write_text('<mujoco><worldbody><body name="b" gravcomp="1"><freejoint/>'
+                        '<geom type="sphere" size="0.1"/></body></worldbody></mujoco>')
+    msg = one_line_error(run_cli("simulate", str(gravcomp)))
+    assert "body 'b'" in msg and "gravity compensation" in msg
+    typo = tmp_path / "typo.xml"
+    typo.write_text("<mujoco><worldbody><bodyy/></worldbody></mujoco>")
+    assert "unrecognized element" in one_line_error(run_cli("simulate", str(typo)))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--duration", "-1"], "--duration must be positive"),
+    (["--dt", "0"], "--dt must be positive"),
+    (["--batch", "0"], "--batch must be at least 1"),
+    (["--out", "/nonexistent/dir/x.html"], "does not exist"),
+])
+def test_bad_options_exit_2(args, message, tmp_path, capsys):
+    model = tmp_path / "box.xml"
+    model.write_text(TILTED_BOX)
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", str(model), *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxsim: error:") and message in err[0]
+
+
 @pytest.mark.parametrize("args", [["--duration", "-1"], ["--dt", "0"], ["--scene", "nope"]])
-def test_bad_arguments_exit_nonzero(args, capsys):
+def test_bad_demo_arguments_exit_nonzero(args, capsys):
     with pytest.raises(SystemExit) as e:
         main(args)
     assert e.value.code != 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("jaxsim: error:")
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("jaxsim: error:")
+
+
+def test_floor_is_added_under_the_lowest_point_and_the_box_comes_to_rest_on_it(tmp_path):
+    path = tmp_path / "box.xml"
+    path.write_text(TILTED_BOX)
+    model, floor_z = load_with_floor(str(path), jnp.float32)
+    # the lowest corner of the box turned 25 deg about y: 1.5 - (0.1 sin 25 + 0.05 cos 25)
+    expected = 1.5 - (0.1 * np.sin(np.radians(25)) + 0.05 * np.cos(np.radians(25)))
+    assert floor_z == pytest.approx(expected, abs=1e-6)
+    assert jaxsim.make_state(model).contact.active.shape[0] > 0
+    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((1000, 0)))
+    z = float(forward_kinematics(model, traj.q[-1]).body_pos_w[1, 2])
+    assert z - floor_z == pytest.approx(0.05, abs=1e-3)  # tipped flat onto its largest face
+    assert float(jnp.abs(traj.v[-1]).max()) < 1e-2
+    ant, none = load_with_floor(ANT, jnp.float32)  # has its own floor: unchanged
+    assert none is None and ant.topo.ngeom == 14
+
+
+def test_bench_hands_its_arguments_to_the_benchmark():
+    r = run_cli("bench", "--help")
+    assert r.returncode == 0, r.stderr
+    assert "usage: bench_step.py" in r.stdout and "--max-contacts" in r.stdout
