@@ -133,7 +133,8 @@ def _viz():
         from jaxsim import viz
         import plotly  # noqa: F401
     except ImportError as e:
-        raise UsageError(f"the viewer needs the visualization extra: pip install 'jaxsim[viz]' ({e})") from None
+        raise UsageError(f"the viewer needs the visualization extra ({e}): run pip install -e '.[viz]' "
+                         "in the jaxsim checkout, or pass --out - to skip the viewer") from None
     return viz
 
 
@@ -157,7 +158,10 @@ def load_with_floor(path: str, dtype, **options):
     """
     from jaxsim.io import mjcf
 
-    mujoco = mjcf._mujoco()
+    try:
+        mujoco = mjcf._mujoco()
+    except ImportError as e:  # core install without the mujoco extra
+        raise UsageError(str(e)) from None
     m = mjcf._compile(path)
     ground = {int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD)}
     if any(int(t) in ground for t in m.geom_type):

@@ -93,6 +93,23 @@ def test_bad_options_exit_2(args, message, tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("jaxsim: error:") and message in err[0]
 
 
+@pytest.mark.parametrize("missing, args, message", [
+    ("mujoco", ["--out", "-"], "needs MuJoCo's compiler"),
+    ("plotly", [], "--out - to skip the viewer"),
+])
+def test_a_missing_extra_is_a_one_line_error(missing, args, message, tmp_path, capsys, monkeypatch):
+    # A None entry in sys.modules makes `import missing` raise ImportError, as on a core install.
+    monkeypatch.setitem(sys.modules, missing, None)
+    model = tmp_path / "box.xml"
+    model.write_text(TILTED_BOX)
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", str(model), "--duration", "0.01", *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxsim: error:") and message in err[0]
+    assert "pip install -e '.[" in err[0]  # never the PyPI name `jaxsim` (a different project)
+
+
 @pytest.mark.parametrize("args", [["--duration", "-1"], ["--dt", "0"], ["--scene", "nope"]])
 def test_bad_demo_arguments_exit_nonzero(args, capsys):
     with pytest.raises(SystemExit) as e:

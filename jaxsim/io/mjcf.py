@@ -31,8 +31,8 @@ from jaxsim.types import Model
 CYLINDER_SIDES = 16
 ELLIPSOID_RINGS = 6
 
-_INSTALL_HINT = ("loading MJCF/URDF needs MuJoCo's compiler: pip install 'jaxsim[mujoco]' "
-                 "(or pip install mujoco)")
+_INSTALL_HINT = ("loading MJCF/URDF needs MuJoCo's compiler: run pip install -e '.[mujoco]' "
+                 "in the jaxsim checkout")
 
 
 def _mujoco():

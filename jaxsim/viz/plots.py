@@ -151,7 +151,7 @@ def _plt():
     try:
         import matplotlib.pyplot as plt
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("the plots need matplotlib: pip install 'jaxsim[viz]'") from e
+        raise ImportError("the plots need matplotlib: pip install -e '.[viz]' in the jaxsim checkout") from e
     return plt
 
 

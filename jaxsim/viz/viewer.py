@@ -33,7 +33,7 @@ def _go():
     try:
         import plotly.graph_objects as go
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("the viewer needs plotly: pip install 'jaxsim[viz]'") from e
+        raise ImportError("the viewer needs plotly: pip install -e '.[viz]' in the jaxsim checkout") from e
     return go
 
 
