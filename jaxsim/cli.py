@@ -247,14 +247,14 @@ def simulate(args) -> int:
     nchunks = math.ceil(nframes / per_chunk)
     show = np.arange(min(args.show, args.batch))
     name = os.path.basename(path)
+    states = initial_states(model, args.batch, args.noise, args.seed)
     print(f"jaxsim simulate {name}: {model.topo.nbody - 1} bodies, nv = {model.nv}, "
-          f"{model.topo.ngeom} geoms, {make_state(model).contact.active.shape[0]} contact slots"
+          f"{model.topo.ngeom} geoms, {states.contact.active.shape[-1]} contact slots"
           + (f", max_contacts {int(model.opt.max_contacts)}" if int(model.opt.max_contacts) else "")
           + (f"; no floor in the file: added a plane at z = {floor_z:.3f} m" if floor_z is not None else ""))
     print(f"  {args.batch} env(s) x {steps} steps of {dt:g} s ({steps * dt:g} s), "
           f"{model.opt.integrator}, {jax.devices()[0].platform}, {jnp.dtype(dtype).name}")
 
-    states = initial_states(model, args.batch, args.noise, args.seed)
     chunk = _chunk_fn(model, show, stride, per_chunk)
     t0 = time.perf_counter()
     chunk = chunk.lower(states, jnp.int32(steps)).compile()
@@ -291,13 +291,12 @@ def simulate(args) -> int:
           + (" -- NaN/inf: try a smaller --dt" if nonfinite.any() else ""))
 
     if viz is not None:
-        traj = jax.tree.map(lambda *x: np.concatenate(x), *shown)  # (F, S, ...) frames x shown envs
-        nvalid = nframes
-        traj = jax.tree.map(lambda x: np.swapaxes(x[:nvalid], 0, 1), traj)  # (S, F, ...)
+        # chunks hold (frames, shown envs, ...), the last padded past the end: keep nframes
+        traj = jax.tree.map(lambda *x: np.swapaxes(np.concatenate(x)[:nframes], 0, 1), *shown)  # (S, F, ...)
         fig = viz.animate(model, traj, envs=list(range(len(show))), contacts=True, forces=True,
                           fps=args.fps, title=f"{name}: {len(show)} of {args.batch} env(s), jaxsim")
         viz.save_html(fig, out)
-        print(f"  viewer             {out} ({os.path.getsize(out) / 1e6:.1f} MB, {nvalid} frames, "
+        print(f"  viewer             {out} ({os.path.getsize(out) / 1e6:.1f} MB, {nframes} frames, "
               f"{len(show)} env(s) side by side)")
     return 1 if nonfinite.any() else 0
 

@@ -19,6 +19,7 @@ from jaxsim.contact.space import slot_info
 from jaxsim.dynamics import energy as _energy
 from jaxsim.kinematics import forward_kinematics
 from jaxsim.types import Model, State
+from jaxsim.viz.viewer import _model_of
 
 
 def _select(traj: State, env: int | None, who: str) -> State:
@@ -43,11 +44,9 @@ def _select(traj: State, env: int | None, who: str) -> State:
 def _one_env(model: Model, traj: State, env: int | None, who: str) -> tuple[Model, State]:
     """``(model, traj)`` of one environment (``model`` may be a batch of models)."""
     traj = _select(traj, env, who)
-    if np.ndim(model.body_mass) == 2:
-        if env is None:
-            raise ValueError(f"{who}: model is a batch of models; choose one with env=")
-        model = jax.tree.map(lambda x: x[env], model)
-    return model, traj
+    if np.ndim(model.body_mass) == 2 and env is None:
+        raise ValueError(f"{who}: model is a batch of models; choose one with env=")
+    return _model_of(model, env), traj
 
 
 def _slot_normal_force(model: Model, traj: State) -> np.ndarray:
