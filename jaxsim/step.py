@@ -11,6 +11,7 @@ generalized force ``J^T df / dt`` over the four stages.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -25,7 +26,7 @@ from jaxsim.contact import point
 from jaxsim.contact.limits import limit_rows, limited_joints
 from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
 from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
-from jaxsim.types import ContactState, Model, SolverStats, State
+from jaxsim.types import ContactState, JointType, Model, SolverStats, State
 
 Array = jax.Array
 
@@ -85,7 +86,36 @@ def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl:
     bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
     m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
     factor = linalg.cho_factor(m)
-    return factor, linalg.cho_solve(factor, tau - bias), act_dot
+    return m, factor, linalg.cho_solve(factor, tau - bias), act_dot
+
+
+@functools.lru_cache(maxsize=64)
+def rotation_dofs(topo) -> np.ndarray:
+    """(k, 3) dof ids of the angular velocity of every free and ball joint."""
+    out = [topo.jnt_dofadr[j] + (3 if JointType(topo.jnt_type[j]) == JointType.FREE else 0)
+           for j in range(topo.njnt) if JointType(topo.jnt_type[j]) in (JointType.FREE, JointType.BALL)]
+    return np.asarray(out, int).reshape(-1, 1) + np.arange(3)
+
+
+def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
+    """The velocity change ``dv`` (nv,) of a step, with the gyroscopic torque of every
+    free or ball joint taken at the end of the step (one Newton step of implicit Euler,
+    as Bullet's implicit gyroscopic force): ``(M + dt D) dv' = M dv`` with
+    ``D = skew(w) I - skew(I w)``, the derivative of ``w x I w`` for the joint's
+    angular velocity ``w`` and its block ``I`` of ``M`` (nv, nv).
+
+    Explicit Euler gains energy on a spinning body (the gyroscopic term turns the
+    angular velocity by ``|w| dt`` per step and lengthens it by ``O((|w| dt)^2)``): a
+    0.1 kg capsule knocked to 240 rad/s at dt = 2 ms went to NaN in 2000 steps with no
+    contact at all. The implicit step is stable and dissipates slightly."""
+    rot = rotation_dofs(model.topo)
+    if rot.size == 0:
+        return dv
+    w = v[rot]  # (k, 3)
+    block = (rot[:, :, None], rot[:, None, :])
+    inertia = m[block]  # (k, 3, 3)
+    d = math.skew(w) @ inertia - math.skew(jnp.einsum("kij,kj->ki", inertia, w))
+    return linalg.solve(m.at[block].add(model.opt.timestep * d), m @ dv)
 
 
 def speculative_margin(model: Model, kin: Kinematics, v: Array) -> Array:
@@ -162,19 +192,20 @@ def step(model: Model, state: State, ctrl: Array | None = None,
         q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, qacc, act_dot)
         if with_contact:
             kin = forward_kinematics(model, state.q)
-            factor, qacc_free, _ = _smooth(model, kin, state.q, state.v, state.act, ctrl, qfrc_applied, 0.0)
+            _, factor, qacc_free, _ = _smooth(model, kin, state.q, state.v, state.act, ctrl, qfrc_applied, 0.0)
             dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc_free)
             q, v = integrator.integrate_positions(model, q, dv, dt), v + dv
             qacc = qacc + dv / dt
     else:
         extra = dt * model.dof_damping if model.opt.implicit_damping else 0.0
-        if with_contact:
+        if with_contact or rotation_dofs(model.topo).size:
             kin = forward_kinematics(model, state.q)
-            factor, qacc_free, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
-                                                 qfrc_applied, extra)
-            v_free = state.v + dt * qacc_free
-            dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, v_free)
-            qacc = qacc_free + dv / dt
+            m, factor, qacc, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
+                                               qfrc_applied, extra)
+            if with_contact:
+                dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc)
+                qacc = qacc + dv / dt
+            qacc = implicit_gyroscopic(model, m, state.v, dt * qacc) / dt
         else:
             qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
         q, v, act = integrator.euler(model, state.q, state.v, state.act, qacc, act_dot)

@@ -154,6 +154,7 @@ class Options:
     slip_gain: Array  # () s/m, k_w of w(x) = 1 - exp(-k_w x) for kinetic friction
     slip_speed: Array  # () m/s, tangential speed above which a contact point slips
     contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
+    max_depenetration_speed: Array  # () m/s (rad/s for hinge limits), cap on the velocity that corrects a penetration
     solver_tol: Array  # () relative tolerance of the contact QP
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))

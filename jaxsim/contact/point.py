@@ -71,11 +71,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsim import math
-from jaxsim.contact.limits import LimitRows
+from jaxsim.contact.limits import LimitRows, limited_joints
 from jaxsim.contact.space import ContactSpace, slot_info
-from jaxsim.kinematics import Kinematics
+from jaxsim.kinematics import Kinematics, plan
 from jaxsim.solver import qp
 from jaxsim.types import Contacts, ContactState, Model, SolverStats
 
@@ -144,6 +145,24 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     return p, ref
 
 
+def row_groups(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> Array:
+    """(3m + nl, k) bool one-hot: the pair of kinematic trees (the world is tree 0)
+    that each contact row's two bodies and each limit row's joint (its own tree,
+    twice) belong to, ``k = (ntree + 1)^2``."""
+    root = plan(model.topo).body_root
+    trees = np.unique(root[root > 0])
+    tree_of = np.zeros(model.topo.nbody, int)  # 0 for the world, 1.. per tree
+    tree_of[root > 0] = np.searchsorted(trees, root[root > 0]) + 1
+    nt = len(trees) + 1
+    geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)])
+    t1, t2 = geom_tree[geom1], geom_tree[geom2]
+    slot = jnp.minimum(t1, t2) * nt + jnp.maximum(t1, t2)
+    ids = limited_joints(model.topo)[0]
+    lim = jnp.asarray(tree_of[np.asarray(model.topo.jnt_body, int)[ids]] * (nt + 1), jnp.int32)
+    group = jnp.concatenate([jnp.repeat(slot, 3), lim])
+    return group[:, None] == jnp.arange(nt * nt)[None, :]
+
+
 def kinetic_skew(model: Model, v_t: Array, mu_k: Array) -> Array:
     """(m, 2) kinetic friction impulse per unit normal impulse, ``-mu_k w(|v_t|) v_t/|v_t|``,
     from the (m, 2) tangential slip velocity ``v_t`` (m/s)."""
@@ -161,18 +180,31 @@ def skew_pushes_apart(A: Array, skew: Array) -> Array:
     return A[i, i] + A[i, i + 1] * skew[:, 0] + A[i, i + 2] * skew[:, 1] > 0
 
 
-def relaxation_scale(A: Array, row_active: Array) -> Array:
-    """() weight of ``||df||^2`` per unit lambda: the mean of ``diag(A^T A)`` over the
-    active rows (1/kg^2).
+def relaxation_scale(A: Array, row_active: Array, row_group: Array) -> Array:
+    """(n,) weight of ``||df||^2`` per unit lambda for each row (1/kg^2): the mean of
+    ``diag(A^T A)`` over the active rows of its group, the rows between the same two
+    kinematic trees (the world counting as one).
 
     This makes lambda dimensionless, as Marquardt's scaling does for Levenberg's
     damping: with the paper's absolute lambda = 1 a 40 kg humanoid (A ~ 1/40 per row)
-    gets almost no contact impulse and sinks 15 cm into the floor. The weight is one
-    number for all slots: per-row or per-pair weights change how a statically
-    indeterminate load is shared (the tip link of the lying pendulum then carries
-    0.60 / 0.73 N on its near / far points instead of four equal forces)."""
-    on = row_active.astype(A.dtype)
-    return jnp.sum(jnp.sum(A * A, 0) * on) / jnp.maximum(jnp.sum(on), 1.0) + jnp.finfo(A.dtype).tiny
+    gets almost no contact impulse and sinks 15 cm into the floor. A relaxed contact
+    rests about ``lambda dt g s / (K A_ii^2)`` deep, so ``s`` must follow the row's
+    own ``A_ii^2``: one mean over all rows (the first design) let a 18 kg sphere
+    sharing a scene with light bodies sink 16 cm (``s / A_ii^2 ~ 1e6``), and one mean
+    per tree let a 20 kg capsule sink 19 mm because a 30 g box touching it dominated
+    its tree's mean. Within a group the mean is shared: per-row or per-pair weights
+    change how a statically indeterminate load is shared (the tip link of the lying
+    pendulum, whose links are one tree on the world, then carries 0.60 / 0.73 N on
+    its near / far points instead of four equal forces).
+
+    Args:
+      A: (n, n) constraint-space operator; row_active: (n,) bool.
+      row_group: (n, k) bool one-hot group of every row (``row_groups``).
+    """
+    w = (row_active[:, None] & row_group).astype(A.dtype)
+    diag = jnp.sum(A * A, 0)
+    group_mean = (diag @ w) / jnp.maximum(jnp.sum(w, 0), 1.0)  # (k,)
+    return row_group.astype(A.dtype) @ group_mean + jnp.finfo(A.dtype).tiny
 
 
 def _block_diag(blocks: Array) -> Array:
@@ -190,7 +222,8 @@ def _solve_with_modes(opt, A: Array, c: Array, relax, mu_s: Array, skewed: Array
       A: (n, n) constraint-space inverse inertia of the m contact slots' 3m rows and
         then ``n - 3m`` scalar rows with impulse >= 0 (joint limits); c: (n,)
         ``b`` plus the position corrections.
-      relax: () relaxation weight (lambda times ``relaxation_scale``).
+      relax: (n,) relaxation weight per row (lambda times ``relaxation_scale``),
+        equal over the three rows of a slot.
       mu_s: (m,) static coefficients; the cone of each slot that is not skewed.
       skewed: (m,) bool, slots whose impulse is ``f_n (1, skew)`` (friction given).
       skew: (m, 2) their friction per unit normal impulse.
@@ -211,18 +244,29 @@ def _solve_with_modes(opt, A: Array, c: Array, relax, mu_s: Array, skewed: Array
     AT = A @ T
     rows = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
                             jnp.ones((n - 3 * m,), dtype)])
-    H = AT.T @ (rows[:, None] * AT) + relax * (T.T @ T)
-    g = AT.T @ (rows * c)
+    # one slack s >= 0 per normal and limit row makes their residual one-sided: a row
+    # may move apart faster than its target at no cost (the residual r - s, s = max(r,
+    # 0)). Without it a speculative slot asks for exactly its target velocity -gap/dt
+    # and, in the least-squares objective, pulls its body towards the surface: a hull
+    # resting on five ring vertices held its sixth 19 mm inside the floor
+    normal = np.concatenate([3 * np.arange(m), np.arange(3 * m, n)])
+    AT_n = AT[normal]
+    H = jnp.block([[AT.T @ (rows[:, None] * AT) + T.T @ (relax[:, None] * T), -AT_n.T],
+                   [-AT_n, jnp.eye(len(normal), dtype=dtype)]])
+    g = jnp.concatenate([AT.T @ (rows * c), -c[normal]])
     # every slot is a cone block (mu = 0 pins a skewed slot's tangents at zero; its
-    # bounds are unused); the scalar rows are half-lines
+    # bounds are unused); the scalar rows and the slacks are half-lines
     mu = jnp.where(skewed, 0.0, mu_s).astype(dtype)
-    lower = jnp.zeros((n,), dtype)
-    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((n - 3 * m,), jnp.inf, dtype)])
+    k = n + len(normal)
+    lower = jnp.zeros((k,), dtype)
+    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((k - 3 * m,), jnp.inf, dtype)])
     keep = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
                             jnp.ones((n - 3 * m,), dtype)])
-    x, stats = qp.solve(qp.QP(H, g, lower, upper, mu), warm * keep, opt.solver_tol,
+    x0 = warm * keep
+    x0 = jnp.concatenate([x0, jnp.maximum((AT_n @ x0) + c[normal], 0.0)])
+    x, stats = qp.solve(qp.QP(H, g, lower, upper, mu), x0, opt.solver_tol,
                         max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
-    return T @ x, stats
+    return T @ x[:n], stats
 
 
 def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
@@ -254,18 +298,23 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
     # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
     stiffness = 0.0 if rigid else jnp.minimum(opt.contact_stiffness, 1.0 / opt.timestep)
-    # velocity corrections: K d along the tangents and against a penetration; a gap
-    # (speculative contact, depth < 0) may close within the step and no further
-    depth = contacts.depth
-    correction = jnp.concatenate(
-        [(-depth * jnp.where(depth >= 0, stiffness, 1.0 / opt.timestep))[:, None], stiffness * d[:, 1:]], -1)
-    limit_correction = limits.dist * jnp.where(limits.dist >= 0, 1.0 / opt.timestep, stiffness)
+    # velocity corrections: K d along the tangents and against a penetration, at most
+    # max_depenetration_speed (a penetration of depth d would otherwise leave at up
+    # to d/dt: a body started 5 cm inside the floor at dt = 2 ms flew off at 25 m/s);
+    # a gap (speculative contact, depth < 0) may close within the step and no further
+    depth, cap = contacts.depth, opt.max_depenetration_speed
+    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / opt.timestep)
+    tangential = stiffness * d[:, 1:]
+    tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
+    correction = jnp.concatenate([-push[:, None], tangential], -1)
+    limit_correction = jnp.where(limits.dist >= 0, limits.dist / opt.timestep,
+                                 jnp.maximum(stiffness * limits.dist, -cap))
     c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
                                    jnp.where(limits.active, limit_correction, 0.0)])
     row_active = jnp.concatenate([jnp.repeat(active, 3), limits.active])
     mu_s, mu_k = _friction(model, geom1, geom2)
-    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * relaxation_scale(space.A, row_active),
-                                 mu_s)
+    scale = relaxation_scale(space.A, row_active, row_groups(model, geom1, geom2, limits))
+    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * scale, mu_s)
     nl = limits.dist.shape[0]
     contact_part = lambda x: x[:3 * m].reshape(m, 3)  # noqa: E731
 
