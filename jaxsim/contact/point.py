@@ -4,22 +4,51 @@
 Per active slot the contact point ``p`` is geom2's deepest point (``pos - depth/2 n``)
 and ``p_ref`` its reference point on geom1's surface, stored in geom1's frame so that
 it moves with geom1. The impulses ``df`` (3 per slot, contact frame, on geom2) solve
+the seed's relaxed problem with the residual measured in the kinetic-energy metric:
 
-    minimize  1/2 || A df + b + K d ||^2 + 1/2 lambda || df ||^2,   df_normal >= 0
+    minimize  1/2 df^T (A + R) df + df^T (b + K d)   subject to  df_i in F_i
 
-with ``d = p - p_ref`` (contact frame), i.e. the QP ``H = A^T A + lambda I``,
-``g = A^T (b + K d)``. ``K`` (1/s) turns the displacement into a velocity correction
-(``K dt = 1`` removes it in one step; K is capped at 1/dt, beyond which it would
-over-correct) and ``lambda`` (dimensionless: it is scaled by ``relaxation_scale``)
-relaxes the over-determined rigid problem, which makes the forces of a body resting on 4+ points unique and
-chatter-free. The plain rigid ("macroscopic") variant is K = lambda = 0. The normal
-component of ``d`` is the collision's penetration depth.
+``A`` the contact-space inverse inertia, ``b`` the contact velocities after the step
+without contact impulses, ``d = p - p_ref``, ``R = lambda s`` the relaxation and
+``F_i`` slot i's friction cone. Its stationarity condition is ``v+ = A df + b =
+-K d + (the cone's normal)``: where a slot pushes, its velocity meets the target
+``-K d`` (``K dt = 1`` removes a displacement in one step; K is capped at 1/dt),
+where it does not, it may move apart faster (complementarity), and the impulses are
+unique for a body on 4+ points because of ``R``.
+
+Why this metric. Written with the seed's Euclidean residual, ``1/2 ||A df + b + K
+d||^2 + 1/2 lambda ||df||^2`` (this module's first design), the objective weighs
+velocity errors in contact space, not in energy: its solution can do positive work.
+gymnasium's humanoid landing on locked knees got 372 J of kinetic energy from one
+step's impulses (its fall had 44 J), and in random scenes bodies gained energy
+thousands of percent. The quadratic above is the same least-squares problem with the
+residual ``r = A df + c`` weighed by ``A^-1`` (``1/2 r^T A^-1 r``, up to a constant),
+Gauss's principle of least constraint: at its optimum ``df^T (A df + c) = 0``, so the
+kinetic energy changes by ``-1/2 df^T A df - df^T R df - df^T (K d)``: every impulse
+dissipates except through the position correction, whose work is at most
+``max_depenetration_speed`` times the impulse. It also leaves rows that need no impulse
+free: in the Euclidean form a speculative slot asked for exactly its target velocity
+and pulled its body towards the surface (a hull rested on five ring vertices with its
+sixth 19 mm inside the floor).
+
+Position correction ``K d``: along the normal ``-K depth`` (the collision's depth), at
+most ``opt.max_depenetration_speed`` (a body started 5 cm inside the floor at dt = 2 ms
+otherwise left at 25 m/s); along the tangents ``K`` times the drift beyond
+``DRIFT_TOLERANCE`` (10 micrometres), the same cap. The dead band removes the
+pre-stress a sticking point's drift during settling leaves in a statically
+indeterminate chain (SPEC's lying pendulum kept 13 % between its tip link's near and
+far forces; with it they are equal) and still stops creep (a cube on a slope with
+tan 0.4 < mu_s comes to rest after 10 micrometres).
+
+Relaxation: ``s`` (1/kg) is the mean of ``diag(A)`` over the active normal and limit
+rows between the same two kinematic trees (the world counting as one), see
+``relaxation_scale``; ``lambda`` is dimensionless (default 0.01). The plain rigid
+("macroscopic") variant is ``K = lambda = 0``.
 
 Speculative contacts: slots whose shapes are apart by less than ``opt.contact_margin``
-plus one step's travel (``step.speculative_margin``) are active too, with the target ``v_n+ >= -gap/dt`` (the gap may close within the step,
-no further). Without them a body resting at zero depth flickers in and out of contact
-every step (the relaxed solve leaves it a micrometre above or below the surface), and a
-chain lying on the ground chatters at 0.3 rad/s.
+plus one step's travel (``step.speculative_margin``) are active too, with the target
+``v_n+ >= -gap/dt`` (the gap may close within the step, no further). Without them a
+body resting at zero depth flickers in and out of contact every step.
 
 Reference points (per slot, matched to last step's slot of the same pair by feature id):
   1. new contact: where the segment from the point's previous position
@@ -31,42 +60,25 @@ Reference points (per slot, matched to last step's slot of the same pair by feat
      plane (no tangential spring).
 
 Friction (``mu_s`` static, ``mu_k`` kinetic: the larger of the two geoms' values,
-MuJoCo's rule). Each slot is either sticking or slipping in a step, decided from its
-tangential speed at the step's start, and the QP is solved once (twice if a static
-cone binds):
-  * sticking slot: its impulse lies in the static cone ``|f_t| <= mu_s f_n`` inside the
-    QP (RoKi-FD's choice; it puts a pyramid there). The relaxed solve spreads a rigid
-    face's friction over its points as the cones allow, so a box on a slope steeper
-    than its least-loaded point can hold still sticks when tan(theta) < mu_s.
-  * slipping slot: kinetic friction against the slip velocity ``v_t`` at the step's
-    start, ``f_t = -mu_k w(|v_t|) f_n v_t/|v_t|`` with ``w(x) = 1 - exp(-k_w x)``
-    (Yamane & Nakamura's factor: no dither near zero slip), the paper's eq. 20. It
-    enters the QP as a friction-skewed normal, the impulse ``f_n (n + mu_k w u)``
-    linear in ``f_n``, with the slot's tangential rows dropped from the objective (its
-    tangential velocity is not held). Correcting ``f_t`` after a sticking solve, as the
-    paper does, keeps ``f_n`` balanced against the unbounded sticking ``f_t``: the
-    torque of that impulse is propped up by the front contacts, which inflates ``f_n``
-    ~80x for a box sliding at 2 m/s. A kinetic cone in the least-squares QP inflates
-    it too (more ``f_n`` buys more friction); the skewed normal does not.
-  * a sticking slot whose static cone binds gets ``mu_s f_n`` along its friction as a
-    skewed normal in a second solve (undoing the normal impulse the cone inflated).
-  * an impacting slot (approaching faster than ``slip_speed``) whose skewed normal
-    would drive it further in rather than apart (friction's torque on a light hinged
-    link: Painleve's paradox; ``skew_pushes_apart``) keeps the static cone for the
-    step: the impact sticks, as a rigid impact in that configuration does.
-  * transitions compare the slot's tangential speed at the step's start with
-    ``opt.slip_speed`` (default 0.01 m/s, Springhead's V_f): above it the slot slips,
-    below it it sticks. A sticking slot whose static cone cannot hold it speeds up
-    until it crosses; a slipping one sticks again once friction has nearly stopped
-    it. The paper's force test (``|f_t|`` against ``mu f_n`` after a
-    sticking solve) misfires on the transients of a relaxed solve: a cube released on
-    a slope rocks on one edge for a step, that edge's sticking solve asks for
-    ``|f_t| = 0.8 f_n`` and the cube slides away although tan(theta) < mu_s.
+MuJoCo's rule), decided per slot from its tangential speed at the step's start
+against ``opt.slip_speed`` (0.01 m/s, Springhead's V_f):
+  * sticking: the static cone ``|f_t| <= mu_s f_n`` inside the QP (RoKi-FD's choice);
+    the relaxed solve spreads a face's friction over its points as the cones allow.
+  * sliding: the kinetic cone ``|f_t| <= mu_k w(|v_t|) f_n`` with
+    ``w(x) = 1 - exp(-k_w x)`` (Yamane & Nakamura's factor: no dither near zero slip,
+    the paper's eq. 20), and the normal row's target raised by ``mu |v_t|`` (De
+    Saxce's modified velocity ``u + mu ||u_T|| e_n``): a cone's complementarity alone
+    gives a sliding contact a separating velocity ``mu |v_t|`` (Anitescu's relaxation:
+    a box sliding at 2 m/s would hop at 0.6 m/s), the shift cancels it. Friction from
+    a cone is maximally dissipative, and a sliding point can stop within the step.
+  The paper's force test (``|f_t|`` against ``mu f_n`` after a sticking solve)
+  misfires on the transients of a relaxed solve: a cube released on a slope rocks on
+  one edge for a step, that edge's sticking solve asks for ``|f_t| = 0.8 f_n`` and the
+  cube slides away although tan(theta) < mu_s.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -81,6 +93,8 @@ from jaxsim.solver import qp
 from jaxsim.types import Contacts, ContactState, Model, SolverStats
 
 Array = jax.Array
+
+DRIFT_TOLERANCE = 1e-5  # m, tangential drift of a sticking point left uncorrected
 
 
 class Previous(NamedTuple):
@@ -145,128 +159,69 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     return p, ref
 
 
-def row_groups(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> Array:
-    """(3m + nl, k) bool one-hot: the pair of kinematic trees (the world is tree 0)
-    that each contact row's two bodies and each limit row's joint (its own tree,
-    twice) belong to, ``k = (ntree + 1)^2``."""
+def row_groups(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tuple[Array, int]:
+    """Group id (3m + nl,) int32 of every row, and the number of groups: the pair of
+    kinematic trees (the world is tree 0) that a contact row's two bodies belong to, a
+    limit row's joint's tree twice."""
     root = plan(model.topo).body_root
     trees = np.unique(root[root > 0])
     tree_of = np.zeros(model.topo.nbody, int)  # 0 for the world, 1.. per tree
     tree_of[root > 0] = np.searchsorted(trees, root[root > 0]) + 1
     nt = len(trees) + 1
-    geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)])
+    geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)], jnp.int32)
     t1, t2 = geom_tree[geom1], geom_tree[geom2]
     slot = jnp.minimum(t1, t2) * nt + jnp.maximum(t1, t2)
     ids = limited_joints(model.topo)[0]
     lim = jnp.asarray(tree_of[np.asarray(model.topo.jnt_body, int)[ids]] * (nt + 1), jnp.int32)
-    group = jnp.concatenate([jnp.repeat(slot, 3), lim])
-    return group[:, None] == jnp.arange(nt * nt)[None, :]
+    return jnp.concatenate([jnp.repeat(slot, 3), lim]), nt * nt
 
 
-def kinetic_skew(model: Model, v_t: Array, mu_k: Array) -> Array:
-    """(m, 2) kinetic friction impulse per unit normal impulse, ``-mu_k w(|v_t|) v_t/|v_t|``,
-    from the (m, 2) tangential slip velocity ``v_t`` (m/s)."""
-    vt_norm = math.safe_norm(v_t)
-    w = 1.0 - jnp.exp(-model.opt.slip_gain * vt_norm)
-    return -(mu_k * w / jnp.maximum(vt_norm, 1e-30))[:, None] * v_t
-
-
-def skew_pushes_apart(A: Array, skew: Array) -> Array:
-    """(m,) bool: an impulse along the friction-skewed normal ``(1, skew)`` separates
-    its slot (the normal row of ``A (1, skew)`` is positive). Where it does not (a
-    light link on a hinge sliding into the ground: the friction's torque drives the
-    point down, Painleve's paradox), an impacting slot keeps the static cone."""
-    i = 3 * jnp.arange(skew.shape[0])
-    return A[i, i] + A[i, i + 1] * skew[:, 0] + A[i, i + 2] * skew[:, 1] > 0
-
-
-def relaxation_scale(A: Array, row_active: Array, row_group: Array) -> Array:
-    """(n,) weight of ``||df||^2`` per unit lambda for each row (1/kg^2): the mean of
-    ``diag(A^T A)`` over the active rows of its group, the rows between the same two
-    kinematic trees (the world counting as one).
+def relaxation_scale(A: Array, row_active: Array, group: Array, ngroup: int, row_normal) -> Array:
+    """(n,) relaxation weight per unit lambda of every row (1/kg): the mean of
+    ``diag(A)`` over the active normal (and limit) rows of its group (``row_groups``:
+    the rows between the same two kinematic trees).
 
     This makes lambda dimensionless, as Marquardt's scaling does for Levenberg's
-    damping: with the paper's absolute lambda = 1 a 40 kg humanoid (A ~ 1/40 per row)
-    gets almost no contact impulse and sinks 15 cm into the floor. A relaxed contact
-    rests about ``lambda dt g s / (K A_ii^2)`` deep, so ``s`` must follow the row's
-    own ``A_ii^2``: one mean over all rows (the first design) let a 18 kg sphere
-    sharing a scene with light bodies sink 16 cm (``s / A_ii^2 ~ 1e6``), and one mean
-    per tree let a 20 kg capsule sink 19 mm because a 30 g box touching it dominated
-    its tree's mean. Within a group the mean is shared: per-row or per-pair weights
-    change how a statically indeterminate load is shared (the tip link of the lying
-    pendulum, whose links are one tree on the world, then carries 0.60 / 0.73 N on
-    its near / far points instead of four equal forces).
+    damping: an absolute lambda lets a 40 kg humanoid (A ~ 1/40 per row) sink into the
+    floor. A relaxed contact rests about ``lambda g dt s / (K A_nn)`` deep, so ``s`` must
+    follow the row's own ``A_nn``: one mean over all rows (the first design) let an
+    18 kg sphere sharing a scene with light bodies sink 16 cm, one mean per tree let a
+    20 kg capsule sink 19 mm because a 30 g box touching it dominated its tree's mean,
+    and tangential rows in the mean (a light foot slides far more easily than it sinks)
+    relaxed the landing humanoid's normal rows 400x. Within a group the weight is
+    shared: per-row or per-pair weights change how a statically indeterminate load is
+    shared (the lying pendulum, one tree on the world, then loads its tip link's near
+    and far points unequally).
 
     Args:
       A: (n, n) constraint-space operator; row_active: (n,) bool.
-      row_group: (n, k) bool one-hot group of every row (``row_groups``).
+      group: (n,) int32 group ids in [0, ngroup).
+      row_normal: (n,) bool (static), the rows that enter the mean.
     """
-    w = (row_active[:, None] & row_group).astype(A.dtype)
-    diag = jnp.sum(A * A, 0)
-    group_mean = (diag @ w) / jnp.maximum(jnp.sum(w, 0), 1.0)  # (k,)
-    return row_group.astype(A.dtype) @ group_mean + jnp.finfo(A.dtype).tiny
+    w = (row_active & jnp.asarray(row_normal)).astype(A.dtype)
+    total = jax.ops.segment_sum(jnp.diagonal(A) * w, group, num_segments=ngroup)
+    count = jax.ops.segment_sum(w, group, num_segments=ngroup)
+    return (total / jnp.maximum(count, 1.0))[group] + jnp.finfo(A.dtype).tiny
 
 
-def _block_diag(blocks: Array) -> Array:
-    """(m*k, m*k) block-diagonal matrix of (m, k, k) blocks."""
-    m, k = blocks.shape[0], blocks.shape[1]
-    eye = jnp.eye(m, dtype=blocks.dtype)
-    return jnp.einsum("ij,iab->iajb", eye, blocks).reshape(m * k, m * k)
-
-
-def _solve_with_modes(opt, A: Array, c: Array, relax, mu_s: Array, skewed: Array, skew: Array,
-                      warm: Array) -> tuple[Array, qp.Stats]:
-    """The relaxed QP with friction modes (module docstring).
-
-    Args:
-      A: (n, n) constraint-space inverse inertia of the m contact slots' 3m rows and
-        then ``n - 3m`` scalar rows with impulse >= 0 (joint limits); c: (n,)
-        ``b`` plus the position corrections.
-      relax: (n,) relaxation weight per row (lambda times ``relaxation_scale``),
-        equal over the three rows of a slot.
-      mu_s: (m,) static coefficients; the cone of each slot that is not skewed.
-      skewed: (m,) bool, slots whose impulse is ``f_n (1, skew)`` (friction given).
-      skew: (m, 2) their friction per unit normal impulse.
-      warm: (n,) initial impulses.
-
-    Returns:
-      (impulses (n,): per slot normal, tangent 1, tangent 2 in its contact frame, then
-      the scalar rows; qp.Stats).
-    """
-    m, n, dtype = mu_s.shape[0], A.shape[0], A.dtype
-    zero = jnp.zeros((m, 3), dtype)
-    # df = T x, T_j per slot: identity, or (f_n, 0, 0) -> f_n (1, skew); a skewed
-    # slot's tangential rows leave the objective (its tangential velocity is not held)
-    T_slot = jnp.where(skewed[:, None, None],
-                       jnp.stack([jnp.concatenate([jnp.ones((m, 1), dtype), skew], -1), zero, zero], -1),
-                       jnp.eye(3, dtype=dtype))
-    T = jnp.eye(n, dtype=dtype).at[:3 * m, :3 * m].set(_block_diag(T_slot))
-    AT = A @ T
-    rows = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
-                            jnp.ones((n - 3 * m,), dtype)])
-    # one slack s >= 0 per normal and limit row makes their residual one-sided: a row
-    # may move apart faster than its target at no cost (the residual r - s, s = max(r,
-    # 0)). Without it a speculative slot asks for exactly its target velocity -gap/dt
-    # and, in the least-squares objective, pulls its body towards the surface: a hull
-    # resting on five ring vertices held its sixth 19 mm inside the floor
-    normal = np.concatenate([3 * np.arange(m), np.arange(3 * m, n)])
-    AT_n = AT[normal]
-    H = jnp.block([[AT.T @ (rows[:, None] * AT) + T.T @ (relax[:, None] * T), -AT_n.T],
-                   [-AT_n, jnp.eye(len(normal), dtype=dtype)]])
-    g = jnp.concatenate([AT.T @ (rows * c), -c[normal]])
-    # every slot is a cone block (mu = 0 pins a skewed slot's tangents at zero; its
-    # bounds are unused); the scalar rows and the slacks are half-lines
-    mu = jnp.where(skewed, 0.0, mu_s).astype(dtype)
-    k = n + len(normal)
-    lower = jnp.zeros((k,), dtype)
-    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((k - 3 * m,), jnp.inf, dtype)])
-    keep = jnp.concatenate([jnp.where(skewed[:, None], jnp.asarray([1.0, 0.0, 0.0], dtype), 1.0).reshape(-1),
-                            jnp.ones((n - 3 * m,), dtype)])
-    x0 = warm * keep
-    x0 = jnp.concatenate([x0, jnp.maximum((AT_n @ x0) + c[normal], 0.0)])
-    x, stats = qp.solve(qp.QP(H, g, lower, upper, mu), x0, opt.solver_tol,
-                        max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
-    return T @ x[:n], stats
+def corrections(model: Model, contacts: Contacts, d: Array, limits: LimitRows, slipping: Array):
+    """Velocity targets of the position errors (module docstring): ((m, 3) per slot,
+    (nl,) per limit row), both m/s (rad/s for hinge limits), to be added to ``b``."""
+    opt = model.opt
+    rigid = opt.contact == "rigid"
+    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
+    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
+    stiffness = 0.0 if rigid else jnp.minimum(opt.contact_stiffness, 1.0 / opt.timestep)
+    depth, cap = contacts.depth, opt.max_depenetration_speed
+    # a penetration is pushed out at K depth, at most cap; a gap may close in the step
+    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / opt.timestep)
+    drift = math.safe_norm(d[:, 1:])
+    excess = jnp.maximum(drift - DRIFT_TOLERANCE, 0.0) / jnp.maximum(drift, 1e-30)
+    tangential = stiffness * excess[:, None] * d[:, 1:]
+    tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
+    tangential = jnp.where(slipping[:, None], 0.0, tangential)
+    limit = jnp.where(limits.dist >= 0, limits.dist / opt.timestep, jnp.maximum(stiffness * limits.dist, -cap))
+    return jnp.concatenate([-push[:, None], tangential], -1), limit
 
 
 def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
@@ -286,64 +241,38 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
       row; new ContactState; SolverStats).
     """
     opt = model.opt
-    m = contacts.active.shape[0]
+    m, nl = contacts.active.shape[0], limits.dist.shape[0]
     dtype = space.b.dtype
     active = contacts.active
     v_rel = (space.J[:3 * m] @ v).reshape(m, 3)  # contact frame, start of step
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
     p, ref = reference_points(model, kin, contacts, prev, v_rel_w, geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
-    rigid = opt.contact == "rigid"
-    relax = 0.0 if rigid else opt.contact_relaxation
-    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
-    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
-    stiffness = 0.0 if rigid else jnp.minimum(opt.contact_stiffness, 1.0 / opt.timestep)
-    # velocity corrections: K d along the tangents and against a penetration, at most
-    # max_depenetration_speed (a penetration of depth d would otherwise leave at up
-    # to d/dt: a body started 5 cm inside the floor at dt = 2 ms flew off at 25 m/s);
-    # a gap (speculative contact, depth < 0) may close within the step and no further
-    depth, cap = contacts.depth, opt.max_depenetration_speed
-    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / opt.timestep)
-    tangential = stiffness * d[:, 1:]
-    tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
-    correction = jnp.concatenate([-push[:, None], tangential], -1)
-    limit_correction = jnp.where(limits.dist >= 0, limits.dist / opt.timestep,
-                                 jnp.maximum(stiffness * limits.dist, -cap))
+
+    # friction mode from the slip speed at the step's start (module docstring)
+    mu_s, mu_k = _friction(model, geom1, geom2)
+    vt_norm = math.safe_norm(v_rel[:, 1:])
+    slipping = active & (vt_norm > opt.slip_speed)
+    mu = jnp.where(slipping, mu_k * (1.0 - jnp.exp(-opt.slip_gain * vt_norm)), mu_s)
+    shift = jnp.where(slipping, mu * vt_norm, 0.0)  # De Saxce's mu |v_t| on the normal
+
+    correction, limit_correction = corrections(model, contacts, d, limits, slipping)
+    correction = correction.at[:, 0].add(shift)
     c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
                                    jnp.where(limits.active, limit_correction, 0.0)])
     row_active = jnp.concatenate([jnp.repeat(active, 3), limits.active])
-    mu_s, mu_k = _friction(model, geom1, geom2)
-    scale = relaxation_scale(space.A, row_active, row_groups(model, geom1, geom2, limits))
-    solve_qp = functools.partial(_solve_with_modes, opt, space.A, c, relax * scale, mu_s)
-    nl = limits.dist.shape[0]
-    contact_part = lambda x: x[:3 * m].reshape(m, 3)  # noqa: E731
-
-    # pass 1: slots sliding faster than slip_speed take kinetic friction, the rest the
-    # static cone
-    slipping = active & (math.safe_norm(v_rel[:, 1:]) > opt.slip_speed)
-    kinetic = kinetic_skew(model, v_rel[:, 1:], mu_k)
+    row_normal = np.concatenate([np.arange(3 * m) % 3 == 0, np.ones(nl, bool)])
+    relax = 0.0 if opt.contact == "rigid" else opt.contact_relaxation
+    scale = relaxation_scale(space.A, row_active, *row_groups(model, geom1, geom2, limits), row_normal)
+    problem = qp.QP(space.A + jnp.diag(relax * scale), c, jnp.zeros_like(c),
+                    jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((nl,), jnp.inf, dtype)]),
+                    mu.astype(dtype))
     warm = jnp.concatenate([jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1),
                             jnp.zeros((nl,), dtype)])
-    # an impacting slot (approaching faster than slip_speed) whose skewed normal would
-    # not push it apart keeps the static cone: a gymnasium humanoid's feet landing
-    # with mu = 1 took no normal impulse, sank 55 mm, and their later overlap with the
-    # body launched it at 14 m/s
-    impact = v_rel[:, 0] < -opt.slip_speed
-    x1, stats1 = solve_qp(slipping & (skew_pushes_apart(space.A, kinetic) | ~impact), kinetic, warm)
-    df1 = jnp.where(active[:, None], contact_part(x1), 0.0)
-
-    # pass 2, if a static cone binds: that slot gets mu_s f_n along its pass-1 friction
-    # as a skewed normal too, which undoes the normal impulse the cone inflated
-    ft_norm = math.safe_norm(df1[:, 1:])
-    binding = active & ~slipping & (df1[:, 0] > 0) & (ft_norm >= (1 - 1e-4) * mu_s * df1[:, 0])
-    skew = jnp.where(binding[:, None], (mu_s / jnp.maximum(ft_norm, 1e-30))[:, None] * df1[:, 1:], kinetic)
-    skewed = (slipping | binding) & (skew_pushes_apart(space.A, skew) | ~impact)
-    binding = binding & skewed
-    x, stats = jax.lax.cond(jnp.any(binding), lambda: solve_qp(skewed, skew, x1),
-                            lambda: (x1, qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))))
-    df = jnp.where(active[:, None], contact_part(x), 0.0)
+    x, stats = qp.solve(problem, warm, opt.solver_tol, max_iter=opt.solver_iterations, block=(3, m),
+                        adjoint=opt.adjoint)
+    df = jnp.where(active[:, None], x[:3 * m].reshape(m, 3), 0.0)
     df_limit = jnp.where(limits.active, x[3 * m:], 0.0)
-    stats = qp.Stats(stats1.iterations + stats.iterations, jnp.maximum(stats1.residual, stats.residual))
 
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     ref_g1 = jnp.einsum("mji,mj->mi", g1_rot, ref - g1_pos)
@@ -351,5 +280,6 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     state = ContactState(active=active, feature=contacts.feature,
                          ref_g1=jnp.where(active[:, None], ref_g1, 0.0), slipping=slipping,
                          impulse=df, force_w=force_w,
-                         pos_w=jnp.where(active[:, None], contacts.pos_w, 0.0), depth=jnp.where(active, contacts.depth, 0.0))
+                         pos_w=jnp.where(active[:, None], contacts.pos_w, 0.0),
+                         depth=jnp.where(active, contacts.depth, 0.0))
     return jnp.concatenate([df.reshape(-1), df_limit]), state, SolverStats(stats.iterations, stats.residual)
