@@ -197,7 +197,7 @@ class ModelBuilder:
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
                  forward_dynamics: str = "crba", implicit_damping: bool = True,
                  contact: str = "relaxed", contact_stiffness: float = 1000.0,
-                 contact_relaxation: float = 0.01, slip_gain: float = 100.0,
+                 contact_relaxation: float = 0.01,
                  slip_speed: float = 0.01, contact_margin: float = 1e-3, max_depenetration_speed: float = 0.5,
                  solver_tol: float = 1e-6, solver_iterations: int = 500,
                  adjoint: str = "implicit", max_contacts: int = 0):
@@ -214,16 +214,17 @@ class ModelBuilder:
         if adjoint not in ("implicit", "unrolled"):
             raise ModelError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
         for name, value in (("contact_stiffness", contact_stiffness), ("contact_relaxation", contact_relaxation),
-                            ("slip_gain", slip_gain), ("slip_speed", slip_speed), ("contact_margin", contact_margin),
+                            ("slip_speed", slip_speed), ("contact_margin", contact_margin),
                             ("max_depenetration_speed", max_depenetration_speed), ("solver_tol", solver_tol)):
             if not value >= 0:
                 raise ModelError(f"{name} must be >= 0, got {value}")
         if int(solver_iterations) < 1:
             raise ModelError(f"solver_iterations must be >= 1, got {solver_iterations}")
         self.contact, self.adjoint = contact, adjoint
-        self.contact_params = (float(contact_stiffness), float(contact_relaxation), float(slip_gain),
-                               float(solver_tol), float(slip_speed), float(contact_margin),
-                               float(max_depenetration_speed))
+        self.contact_params = dict(contact_stiffness=float(contact_stiffness),
+                                   contact_relaxation=float(contact_relaxation), solver_tol=float(solver_tol),
+                                   slip_speed=float(slip_speed), contact_margin=float(contact_margin),
+                                   max_depenetration_speed=float(max_depenetration_speed))
         self.solver_iterations = int(solver_iterations)
         if int(max_contacts) < 0:
             raise ModelError(f"max_contacts must be >= 0 (0: all contact slots), got {max_contacts}")
@@ -709,11 +710,7 @@ class ModelBuilder:
         default_range = np.zeros(2)
         opt = Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
                       density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
-                      contact_stiffness=arr(self.contact_params[0]),
-                      contact_relaxation=arr(self.contact_params[1]),
-                      slip_gain=arr(self.contact_params[2]), solver_tol=arr(self.contact_params[3]),
-                      slip_speed=arr(self.contact_params[4]), contact_margin=arr(self.contact_params[5]),
-                      max_depenetration_speed=arr(self.contact_params[6]),
+                      **{name: arr(value) for name, value in self.contact_params.items()},
                       contact=self.contact, solver_iterations=self.solver_iterations, adjoint=self.adjoint,
                       max_contacts=self.max_contacts,
                       integrator=self.integrator, forward_dynamics=self.forward_dynamics,

@@ -151,7 +151,6 @@ class Options:
     # contact (SPEC section 2; RoKi-FD defaults)
     contact_stiffness: Array  # () 1/s, K: penetration / drift correction rate
     contact_relaxation: Array  # () lambda (dimensionless, see contact/point.py), QP relaxation
-    slip_gain: Array  # () s/m, k_w of w(x) = 1 - exp(-k_w x) for kinetic friction
     slip_speed: Array  # () m/s, tangential speed above which a contact point slips
     contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
     max_depenetration_speed: Array  # () m/s (rad/s for hinge limits), cap on the velocity that corrects a penetration

@@ -118,13 +118,39 @@ def separating_axis(a: Polytope, b: Polytope):
     return sign * axes[best], overlap[best]
 
 
-def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
+def translate(p: Polytope, t: Array) -> Polytope:
+    """``p`` moved by ``t`` (3,)."""
+    return p._replace(vert=p.vert + t, offset=p.offset + p.normal @ t, edge0=p.edge0 + t, edge1=p.edge1 + t)
+
+
+def polytope_contacts(a: Polytope, b: Polytope, nslot: int, margin=0.0):
     """Point contacts of two convex polyhedra (see the module docstring).
+
+    Shapes apart by a gap ``g <= margin`` (m) along the separating axis get
+    speculative contacts: the contacts they would have if ``b`` moved the gap towards
+    ``a``, reported ``g`` shallower (depth ``-g`` at a point midway across the gap),
+    and so do the vertices within the rest of the margin of the other shape's faces
+    (the far edge of a box rocking on another). The gap is the separating-axis
+    distance, a lower bound of the true distance (exact across a face), so a
+    speculative contact may only start early.
 
     Returns (depth (k,), pos_w (k, 3), normal_w (k, 3), feature (k,), valid (k,), ncand ()).
     """
-    dtype = a.vert.dtype
     normal, sat_depth = separating_axis(a, b)
+    gap = jnp.maximum(-sat_depth, 0.0)
+    near = gap <= margin
+    reach = jnp.where(near, margin - gap, 0.0)
+    depth, pos, normal, feature, found, ncand = _touching_contacts(
+        a, translate(b, -gap * normal), nslot, normal, sat_depth + gap, reach)
+    return (depth - gap, pos + 0.5 * gap * normal, normal, feature, found & near,
+            jnp.where(near, ncand, 0))
+
+
+def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_depth: Array,
+                       reach: Array):
+    """Contacts of two touching or overlapping polytopes, and of vertices within
+    ``reach`` (m) of the other's faces (negative depth)."""
+    dtype = a.vert.dtype
     extent = jnp.max(jnp.abs(jnp.concatenate([a.vert - a.vert[0], b.vert - b.vert[0]])))
     tol = (1e-5 if dtype == jnp.float32 else 1e-9) * jnp.maximum(extent, 1e-3)
     pa, pb = a.vert @ normal, b.vert @ normal
@@ -134,10 +160,10 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
 
     # vertices of a inside b, and of b inside a
     depth_a = pa - low_b
-    ok_a = a.vert_mask & _inside(b, a.vert, tol, -normal) & touching
+    ok_a = a.vert_mask & _inside(b, a.vert + reach * normal, tol, -normal) & touching
     pos_a = a.vert - 0.5 * depth_a[:, None] * normal
     depth_b = top_a - pb
-    ok_b = b.vert_mask & _inside(a, b.vert, tol, normal) & touching
+    ok_b = b.vert_mask & _inside(a, b.vert - reach * normal, tol, normal) & touching
     pos_b = b.vert + 0.5 * depth_b[:, None] * normal
 
     # edge-edge crossings: closest points of every edge pair, written with (Ea, Eb)
@@ -149,10 +175,10 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int):
     pos_e = (0.5 * (qa + qb)).reshape(-1, 3)
 
     depth = jnp.concatenate([depth_a, depth_b, depth_e])
-    found = jnp.concatenate([ok_a, ok_b, ok_e]) & (depth >= -tol)
+    found = jnp.concatenate([ok_a, ok_b, ok_e]) & (depth >= -tol - reach)
     pos = jnp.concatenate([pos_a, pos_b, pos_e])
     _, idx = jax.lax.top_k(jnp.where(found, depth, -jnp.inf), nslot)
-    return (jnp.maximum(depth[idx], 0.0), pos[idx], jnp.broadcast_to(normal, (nslot, 3)),
+    return (jnp.maximum(depth[idx], -reach), pos[idx], jnp.broadcast_to(normal, (nslot, 3)),
             idx.astype(jnp.int32), found[idx], jnp.sum(found).astype(jnp.int32))
 
 
@@ -220,19 +246,20 @@ def signed_distance(poly: Polytope, face: Array, p: Array) -> tuple[Array, Array
     return jnp.where(inside, slack[nearest], out_dist), jnp.where(inside, poly.normal[nearest], out_dir)
 
 
-def sphere_convex(center, radius, poly: Polytope, face):
-    """Sphere (geom1) against a convex mesh (geom2): one contact."""
+def sphere_convex(center, radius, poly: Polytope, face, margin=0.0):
+    """Sphere (geom1) against a convex mesh (geom2): one contact (valid within
+    ``margin`` m of touching)."""
     dist, out = signed_distance(poly, face, center)
     depth = radius - dist
     pos = center - out * 0.5 * (radius + dist)
-    return (depth[None], pos[None], -out[None], jnp.zeros(1, jnp.int32), (depth >= 0)[None],
-            (depth >= 0).astype(jnp.int32))
+    return (depth[None], pos[None], -out[None], jnp.zeros(1, jnp.int32), (depth >= -margin)[None],
+            (depth >= -margin).astype(jnp.int32))
 
 
 GOLDEN_ITERS = 40
 
 
-def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face):
+def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face, margin=0.0):
     """Capsule (geom1) against a convex mesh (geom2): two contacts.
 
     Candidates: both segment ends, and the segment's deepest point (the signed distance
@@ -259,7 +286,7 @@ def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face):
     # lying on a face keeps its two ends)
     tol = 1e-9 if a.dtype == jnp.float64 else 1e-5
     interior = (t_mid > 1e-3) & (t_mid < 1 - 1e-3) & (depth[2] > jnp.maximum(depth[0], depth[1]) + tol * half_length)
-    found = (depth >= 0) & jnp.array([True, True, False]).at[2].set(interior)
+    found = (depth >= -margin) & jnp.array([True, True, False]).at[2].set(interior)
     _, idx = jax.lax.top_k(jnp.where(found, depth, -jnp.inf), 2)
     pos = pts - out * (0.5 * (radius + d))[:, None]
     return (depth[idx], pos[idx], -out[idx], idx.astype(jnp.int32), found[idx],

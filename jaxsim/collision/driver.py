@@ -115,10 +115,10 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
     if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
         poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
         if kind[0] == G.SPHERE:
-            return v(convex.sphere_convex)(p1, s1[:, 0], poly, face)
-        return v(convex.capsule_convex)(p1, r1, s1[:, 0], s1[:, 1], poly, face)
+            return v(convex.sphere_convex)(p1, s1[:, 0], poly, face, margin)
+        return v(convex.capsule_convex)(p1, r1, s1[:, 0], s1[:, 1], poly, face, margin)
     a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
-    return v(convex.polytope_contacts, (0, 0, None))(a, b, nslot)
+    return v(convex.polytope_contacts, (0, 0, None, 0))(a, b, nslot, margin)
 
 
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
@@ -126,8 +126,7 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
 
     ``margin`` (m, may be traced; a scalar, or (ngeom,) per geom, a pair taking the sum
     of its two): also report contacts whose shapes are apart by up to this distance
-    (negative depth), for pairs with a plane, sphere or capsule (box and mesh pairs
-    among themselves ignore it). The contact solver uses them as speculative
+    (negative depth), for every pair kind. The contact solver uses them as speculative
     contacts."""
     plan = pair_plan(model.topo)
     if plan.unsupported:
@@ -147,10 +146,11 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
             return margin[g1] + margin[g2]
     parts = []
     for grp in plan.groups:
+        reach = pair_margin(grp.geom1, grp.geom2)
         depth, pos, normal, feature, valid, ncand = _narrow_phase(
-            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, pair_margin(grp.geom1, grp.geom2))
+            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, reach)
         near = (math.safe_norm(kin.geom_pos_w[grp.geom1] - kin.geom_pos_w[grp.geom2])
-                <= bound[grp.geom1] + bound[grp.geom2])
+                <= bound[grp.geom1] + bound[grp.geom2] + reach)
         valid = valid & near[:, None]
         overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - grp.nslot, 0), 0))
         ids = lambda g: jnp.asarray(np.repeat(g, grp.nslot), jnp.int32)  # noqa: E731

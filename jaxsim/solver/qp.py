@@ -19,7 +19,8 @@ per block of ``block`` variables (so cones and half-lines through 0 stay what th
 are), which equalises bodies of very different masses.
 
 Termination: ``||x_k+1 - y_k||_inf <= tol * max(||x_k+1||_inf, floor)`` (the
-gradient-mapping step, relative) or ``max_iter`` iterations. The iteration count and
+gradient-mapping step, relative), ``max_iter`` iterations, or a non-finite residual
+(NaN: a problem with non-finite data stops after one iteration). The iteration count and
 that residual are returned.
 
 Gradients (``adjoint="implicit"``, the default) come from the implicit function
@@ -141,7 +142,9 @@ def step(qp: QP, eta: Array, c: _Carry, floor: float) -> _Carry:
 
 
 def terminate(c: _Carry, tol: Array, max_iter: int) -> Array:
-    return (c.it >= max_iter) | (c.res <= tol)
+    # a non-finite residual stops at once: under vmap one diverged env would otherwise
+    # make every env of its batch run to the iteration cap, every step
+    return (c.it >= max_iter) | (c.res <= tol) | jnp.isnan(c.res)
 
 
 def _floor(dtype) -> float:
