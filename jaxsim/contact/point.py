@@ -277,7 +277,7 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     # from the start alone, the cone of an impact depended on whether the point
     # approached sliding at 9 or 11 mm/s, and a sliding point stopped by an impact
     # could approach the surface at mu |v_t|
-    vt_end = jax.lax.stop_gradient(math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:]))
+    vt_end = math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:])
     slipping = active & (vt_end > opt.slip_speed)
     mu2 = jnp.where(slipping, mu_k, mu_s)
     shift2 = jnp.where(slipping, mu2 * vt_end, 0.0)
