@@ -196,6 +196,7 @@ class ModelBuilder:
                  density: float = 0.0, viscosity: float = 0.0,
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
                  forward_dynamics: str = "crba", implicit_damping: bool = True,
+                 implicit_gyroscopic: bool = True,
                  contact: str = "relaxed", contact_stiffness: float = 1000.0,
                  contact_relaxation: float = 0.01,
                  slip_speed: float = 0.01, contact_margin: float = 1e-3, max_depenetration_speed: float = 0.5,
@@ -235,6 +236,7 @@ class ModelBuilder:
         self.wind = _vec(wind, 3, "wind")
         self.integrator, self.forward_dynamics = integrator, forward_dynamics
         self.implicit_damping = bool(implicit_damping)
+        self.implicit_gyroscopic = bool(implicit_gyroscopic)
         self.bodies: list[_Body] = []
         self.joints: list[_Joint] = []
         self.geoms: list[_Geom] = []
@@ -714,7 +716,7 @@ class ModelBuilder:
                       contact=self.contact, solver_iterations=self.solver_iterations, adjoint=self.adjoint,
                       max_contacts=self.max_contacts,
                       integrator=self.integrator, forward_dynamics=self.forward_dynamics,
-                      implicit_damping=self.implicit_damping,
+                      implicit_damping=self.implicit_damping, implicit_gyroscopic=self.implicit_gyroscopic,
                       fluid=self.density > 0 or self.viscosity > 0)
         return Model(
             topo=topo, opt=opt,

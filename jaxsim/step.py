@@ -198,14 +198,16 @@ def step(model: Model, state: State, ctrl: Array | None = None,
             qacc = qacc + dv / dt
     else:
         extra = dt * model.dof_damping if model.opt.implicit_damping else 0.0
-        if with_contact or rotation_dofs(model.topo).size:
+        gyroscopic = model.opt.implicit_gyroscopic and rotation_dofs(model.topo).size > 0
+        if with_contact or gyroscopic:
             kin = forward_kinematics(model, state.q)
             m, factor, qacc, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
                                                qfrc_applied, extra)
             if with_contact:
                 dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc)
                 qacc = qacc + dv / dt
-            qacc = implicit_gyroscopic(model, m, state.v, dt * qacc) / dt
+            if gyroscopic:
+                qacc = implicit_gyroscopic(model, m, state.v, dt * qacc) / dt
         else:
             qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
         q, v, act = integrator.euler(model, state.q, state.v, state.act, qacc, act_dot)

@@ -158,6 +158,7 @@ class Options:
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
+    implicit_gyroscopic: bool = static(True)  # Euler: free / ball joints' gyroscopic torque at v+ (MuJoCo: explicit)
     fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
     contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none" (no contacts, no joint limits)
     solver_iterations: int = static(500)  # QP iteration cap

@@ -262,32 +262,34 @@ def test_contact_impulses_dissipate():
         assert np.any(df != 0)
 
 
-def test_humanoid_lands_without_sinking_or_launching(dtype=jnp.float32):
-    """gymnasium's humanoid released from its file pose (ctrl 0) falls and lands: its
-    floor contacts stay about as shallow as MuJoCo C's (~9 mm deepest in the same
-    fall) and it is never thrown above its start. With mu = 1 the landing feet used to
-    take kinetic friction whose torque pushed them down (Painleve), got no normal
-    impulse, sank 55 mm and, folded into the body, threw it up at 14 m/s. Still
-    open: a foot/body self-collision in the float64 run reaches 57 mm and an upward
-    speed of 2.8 m/s (hence the loose speed bound; the float64 run passes these bounds
-    too, left out for suite time)."""
+def test_humanoid_lands_without_sinking_or_launching():
+    """gymnasium's humanoid released from its file pose (ctrl 0), float32 as users run
+    it, falls, lands and folds over onto the floor (0.9 s): no contact, with the floor
+    or between its own limbs, ever deeper than 15 mm (MuJoCo C reaches 18 mm in the
+    same fall; jaxsim 1.3 mm), never thrown upwards (< 0.5 m/s), never above its start
+    height or energy. Earlier designs: the landing feet sank 55 mm and threw the body
+    up at 14 m/s (kinetic friction pushing a light foot down), then a foot / butt
+    self-contact reached 57 mm and 2.8 m/s upwards, then the Euclidean QP added 372 J
+    at the landing step."""
     from conftest import gymnasium_dir
     from jaxsim.io import load_mjcf
 
-    model = load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=dtype, max_contacts=16)
-    _, traj = run(model, jaxsim.make_state(model), 200)  # 0.6 s: the feet land at ~0.16 s
+    with jax.enable_x64(False):
+        model = load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float32, max_contacts=16)
+        _, traj = run(model, jaxsim.make_state(model), 300)  # the feet land at ~0.16 s
+        e = jax.jit(jax.vmap(lambda q, v: sum(energy(model, forward_kinematics(model, q), v))))(traj.q, traj.v)
+        e0 = float(sum(energy(model, forward_kinematics(model, model.qpos0), jnp.zeros(model.nv, model.dtype))))
+    assert traj.q.dtype == jnp.float32
     floor = np.asarray(model.topo.geom_body) == 0  # world geoms: the floor
-    on_floor = np.asarray(traj.contact.active) & floor[np.asarray(slot_geom1(model))][None, :]
-    depth = np.where(on_floor, np.asarray(traj.contact.depth), 0.0)
-    assert on_floor.any()
+    active = np.asarray(traj.contact.active)
+    on_floor = active & floor[np.asarray(slot_geom1(model))][None, :]
+    depth = np.where(active, np.asarray(traj.contact.depth), 0.0)
+    assert on_floor.any() and (active & ~on_floor).any()  # floor and self contacts happened
     assert depth.max() < 15e-3
-    assert float(np.max(np.asarray(traj.v[:, 2]))) < 3.5
+    assert float(np.max(np.asarray(traj.v[:, 2]))) < 0.5
     assert float(np.max(np.asarray(traj.q[:, 2]))) <= 1.4 + 1e-6
     assert not bool(traj.nonfinite[-1])
-    # its landing on locked knees added 372 J in one step with the Euclidean QP
-    e = jax.jit(jax.vmap(lambda q, v: sum(energy(model, forward_kinematics(model, q), v))))(traj.q, traj.v)
-    e0 = float(sum(energy(model, forward_kinematics(model, model.qpos0), jnp.zeros(model.nv, model.dtype))))
-    assert float(np.max(e)) <= e0 + 0.01 * abs(e0)
+    assert float(np.max(np.asarray(e))) <= e0 + 0.01 * abs(e0)
 
 
 def slot_geom1(model):

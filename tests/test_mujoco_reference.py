@@ -153,12 +153,13 @@ def mujoco_rk4_step(mm, d):
     ("gym/ant", "rk4"), ("gym/humanoid", "rk4")])
 def test_step_matches_mujoco(name, integrator):
     """Ten contact-free steps agree with MuJoCo: semi-implicit Euler with implicit joint
-    damping against mj_step, RK4 against MuJoCo's RK4 tableau (filter activations
+    damping (and, as MuJoCo, an explicit gyroscopic torque) against mj_step, RK4 against MuJoCo's RK4 tableau (filter activations
     included in the quadruped)."""
     mm, _ = _load(dict(MODELS)[name])
     mm.opt.integrator = int(mujoco.mjtIntegrator.mjINT_RK4 if integrator == "rk4"
                             else mujoco.mjtIntegrator.mjINT_EULER)
-    model = from_mjmodel(mm, dtype=jnp.float64)
+    # MuJoCo's Euler takes the gyroscopic torque explicitly; jaxsim's default does not
+    model = from_mjmodel(mm, dtype=jnp.float64, implicit_gyroscopic=False)
     assert model.opt.integrator == integrator
     q, v, u, a, _ = random_states(mm, 1, seed=1)
     d = mujoco.MjData(mm)
