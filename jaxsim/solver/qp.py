@@ -18,6 +18,9 @@ diverges). Before solving, variables are scaled by a Jacobi preconditioner, one 
 per block of ``block`` variables (so cones and half-lines through 0 stay what they
 are), which equalises bodies of very different masses.
 
+The returned point is scaled along its ray to be no worse than ``x = 0`` when 0 is
+feasible (``no_worse_than_zero``: a no-op at the solution).
+
 Termination: ``||x_k+1 - y_k||_inf <= tol * max(||x_k+1||_inf, floor)`` (the
 gradient-mapping step, relative), ``max_iter`` iterations, or a non-finite residual
 (NaN: a problem with non-finite data stops after one iteration). The iteration count and
@@ -151,13 +154,27 @@ def _floor(dtype) -> float:
     return 1e-12 if dtype == jnp.float64 else 1e-6
 
 
+def no_worse_than_zero(qp: QP, x: Array) -> Array:
+    """``x`` scaled by the ``a`` in [0, 1] that minimises the objective along the ray
+    ``a x``, where the feasible set holds 0 (then it holds ``a x`` too).
+
+    At the solution ``a = 1`` (``x . (H x + g) = 0`` there); at an iteration cap it
+    makes the returned point never worse than ``x = 0``. For the contact QPs, whose
+    objective is the kinetic energy an impulse adds (``contact/point.py``), a step
+    that stops at the cap then still does not add energy."""
+    xhx = x @ (qp.H @ x)
+    a = jnp.clip(-(x @ qp.g) / jnp.maximum(xhx, jnp.finfo(x.dtype).tiny), 0.0, 1.0)
+    zero_feasible = jnp.all((qp.lower <= 0) & (qp.upper >= 0))
+    return jnp.where(zero_feasible & (xhx > 0), jax.lax.stop_gradient(a) * x, x)
+
+
 def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
     eta = 1.0 / _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
     c = jax.lax.while_loop(lambda c: ~terminate(c, tol, max_iter),
                            lambda c: step(sqp, eta, c, floor), init(sqp, x0 / s))
-    return c.x * s, Stats(c.it, c.res)
+    return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
 def _fixed_point_map(x: Array, qp: QP, eta: Array) -> Array:
@@ -199,7 +216,7 @@ def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int) -> tuple[Array
     floor = _floor(qp.g.dtype)
     c, _ = jax.lax.scan(lambda c, _: (step(sqp, eta, c, floor), None), init(sqp, x0 / s), None,
                         length=max_iter)
-    return c.x * s, Stats(c.it, c.res)
+    return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
 def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
