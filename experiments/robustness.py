@@ -9,7 +9,8 @@ collision code). A scene fails a category when:
 
   nonfinite   any NaN / inf;
   energy      total energy rose above its start by more than 1 % of it plus the
-              bound on the work of the capped depenetration (see ``energy_bound``);
+              bound on the work of the capped depenetration
+              (``diagnostics.energy_bound``);
   deep        a pair stayed more than 1 cm deep for more than 20 ms;
   slot        an active contact slot reported a depth larger than its shapes' size.
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 import json
 import os
 import sys
@@ -53,14 +53,6 @@ def scene_shapes(n: int, seed: int) -> list[tuple]:
     return out
 
 
-def energy_bound(model, health, cap) -> np.ndarray:
-    """Allowed energy rise (J): 1 % of the start energy above the floor, plus the
-    kinetic energy the capped depenetration can give every body once, 1/2 m cap^2."""
-    mass = np.asarray(model.body_mass)
-    start = np.asarray(health.energy0)
-    return 0.01 * np.abs(start) + 0.5 * mass.sum(-1) * cap ** 2
-
-
 def run_group(shapes, seeds, steps, dtype, every, options):
     built = [scenes.random_drop(shapes, int(s), dtype=dtype, **options) for s in seeds]
     models = jaxsim.batch_models([m for m, _, _ in built])
@@ -73,7 +65,7 @@ def run_group(shapes, seeds, steps, dtype, every, options):
     final, health = compiled(models, states)
     jax.block_until_ready(health)
     t2 = time.perf_counter()
-    return built[0][0], models, jax.tree.map(np.asarray, health), final, t1 - t0, t2 - t1
+    return built[0][0], models, health, final, t1 - t0, t2 - t1
 
 
 def main(argv=None) -> int:
@@ -101,11 +93,11 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     for gi, (sh, seeds) in enumerate(sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0]))):
         model, models, h, final, tc, tr = run_group(sh, seeds, args.steps, dtype, args.every, {})
-        cap = float(getattr(model.opt, "max_depenetration_speed", 0.0))
+        bound = np.asarray(diagnostics.energy_bound(models, h))
+        h = jax.tree.map(np.asarray, h)
         g1, g2 = diagnostics.pair_geoms(model)
         gt = np.asarray(model.topo.geom_type)
         names = ["-".join(sorted((KIND[GeomType(gt[a])], KIND[GeomType(gt[b])]))) for a, b in zip(g1, g2)]
-        bound = energy_bound(models, h, cap)
         for k, seed in enumerate(seeds):
             cat = {
                 "nonfinite": bool(h.nonfinite[k]),

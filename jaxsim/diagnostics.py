@@ -224,6 +224,16 @@ class Health(NamedTuple):
     nonfinite: Array
 
 
+def energy_bound(model: Model, health: Health) -> Array:
+    """() J (per env under vmap or for a batched Model), the energy rise a contact
+    model may show: 1 % of the start energy, plus the kinetic energy the capped
+    depenetration can give every body once, ``1/2 m max_depenetration_speed^2``
+    (the position correction is the only part of a contact impulse that may do
+    positive work, ``contact/point.py``)."""
+    mass = jnp.sum(model.body_mass, -1)
+    return 0.01 * jnp.abs(health.energy0) + 0.5 * mass * model.opt.max_depenetration_speed ** 2
+
+
 def total_energy(model: Model, state: State) -> Array:
     """() J, kinetic plus gravitational energy."""
     kinetic, potential = energy(model, forward_kinematics(model, state.q), state.v)

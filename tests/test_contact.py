@@ -267,32 +267,22 @@ def test_contact_impulses_dissipate():
 
 def test_humanoid_lands_without_sinking_or_launching():
     """gymnasium's humanoid released from its file pose (ctrl 0), float32 as users run
-    it, falls, lands and folds over onto the floor (0.9 s): no contact, with the floor
-    or between its own limbs, ever deeper than 15 mm (MuJoCo C reaches 18 mm in the
-    same fall; jaxsim 1.3 mm), never thrown upwards (< 0.5 m/s), never above its start
-    height or energy. Earlier designs: the landing feet sank 55 mm and threw the body
-    up at 14 m/s (kinetic friction pushing a light foot down), then a foot / butt
-    self-contact reached 57 mm and 2.8 m/s upwards, then the Euclidean QP added 372 J
-    at the landing step."""
-    from conftest import gymnasium_dir
-    from jaxsim.io import load_mjcf
+    it (a float32 process, ``float32_runs.py``), falls, lands and folds over onto the
+    floor (0.9 s): no contact, with the floor or between its own limbs, ever deeper
+    than 15 mm (MuJoCo C reaches 18 mm in the same fall; jaxsim 1.3 mm), never thrown
+    upwards (< 0.5 m/s), never above its start height or energy. Earlier designs: the
+    landing feet sank 55 mm and threw the body up at 14 m/s (kinetic friction pushing
+    a light foot down), then a foot / butt self-contact reached 57 mm and 2.8 m/s
+    upwards, then the Euclidean QP added 372 J at the landing step."""
+    from float32_runs import run as run_float32
 
-    with jax.enable_x64(False):
-        model = load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float32, max_contacts=16)
-        _, traj = run(model, jaxsim.make_state(model), 300)  # the feet land at ~0.16 s
-        e = jax.jit(jax.vmap(lambda q, v: sum(energy(model, forward_kinematics(model, q), v))))(traj.q, traj.v)
-        e0 = float(sum(energy(model, forward_kinematics(model, model.qpos0), jnp.zeros(model.nv, model.dtype))))
-    assert traj.q.dtype == jnp.float32
-    floor = np.asarray(model.topo.geom_body) == 0  # world geoms: the floor
-    active = np.asarray(traj.contact.active)
-    on_floor = active & floor[np.asarray(slot_geom1(model))][None, :]
-    depth = np.where(active, np.asarray(traj.contact.depth), 0.0)
-    assert on_floor.any() and (active & ~on_floor).any()  # floor and self contacts happened
-    assert depth.max() < 15e-3
-    assert float(np.max(np.asarray(traj.v[:, 2]))) < 0.5
-    assert float(np.max(np.asarray(traj.q[:, 2]))) <= 1.4 + 1e-6
-    assert not bool(traj.nonfinite[-1])
-    assert float(np.max(np.asarray(e))) <= e0 + 0.01 * abs(e0)
+    r = run_float32("humanoid")
+    assert r["dtype"] == "float32" and not r["nonfinite"]
+    assert r["floor_contact"] and r["self_contact"]
+    assert r["depth_max"] < 15e-3
+    assert r["vz_max"] < 0.5
+    assert r["z_max"] <= 1.4 + 1e-6
+    assert r["energy_max"] <= r["energy0"] + 0.01 * abs(r["energy0"])
 
 
 def slot_geom1(model):
