@@ -184,11 +184,12 @@ def relaxation_scale(A: Array, row_active: Array, group: Array, ngroup: int, row
     This makes lambda dimensionless, as Marquardt's scaling does for Levenberg's
     damping: an absolute lambda lets a 40 kg humanoid (A ~ 1/40 per row) sink into the
     floor. A relaxed contact rests about ``lambda g dt s / (K A_nn)`` deep, so ``s`` must
-    follow the row's own ``A_nn``: one mean over all rows (the first design) let an
-    18 kg sphere sharing a scene with light bodies sink 16 cm, one mean per tree let a
-    20 kg capsule sink 19 mm because a 30 g box touching it dominated its tree's mean,
-    and tangential rows in the mean (a light foot slides far more easily than it sinks)
-    relaxed the landing humanoid's normal rows 400x. Within a group the weight is
+    follow the row's own ``A_nn``. Measured with this module's first (Euclidean) form:
+    one mean over all rows let an 18 kg sphere sharing a scene with light bodies sink
+    16 cm, one mean per tree let a 20 kg capsule sink 19 mm because a 30 g box touching
+    it dominated its tree's mean, and tangential rows in the mean (a light foot slides
+    far more easily than it sinks) relaxed the landing humanoid's normal rows hundreds
+    of times more than their own scale. Within a group the weight is
     shared: per-row or per-pair weights change how a statically indeterminate load is
     shared (the lying pendulum, one tree on the world, then loads its tip link's near
     and far points unequally).
