@@ -19,6 +19,9 @@ each group runs as one ``vmap`` over models and states. Prints failure counts pe
 category and per pair type and writes JSON.
 
     python experiments/robustness.py --scenes 1000 --steps 10000
+
+Each finished group is appended to ``<out>.partial.jsonl``; ``--resume`` skips the
+groups found there, so a long run cut off midway goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=1, help="check the health every k steps")
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     p.add_argument("--only", default="", help="comma-separated shapes: run only this multiset")
+    p.add_argument("--resume", action="store_true", help="skip groups already in <out>.partial.jsonl")
+    p.add_argument("--first-group", type=int, default=1, help="start at this group (1-based), wrap around")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "robustness.json"))
     args = p.parse_args(argv)
     if args.dtype == "float64":
@@ -91,7 +96,34 @@ def main(argv=None) -> int:
     by_pair = collections.defaultdict(collections.Counter)
     records = []
     t_start = time.perf_counter()
-    for gi, (sh, seeds) in enumerate(sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0]))):
+    run_key = dict(scenes=args.scenes, steps=args.steps, seed=args.seed, dtype=args.dtype,
+                   every=args.every, only=args.only)
+    partial = args.out + ".partial.jsonl"
+    done = {}
+    if args.resume and os.path.exists(partial):
+        with open(partial) as f:
+            for line in f:
+                g = json.loads(line)
+                if g["run"] == run_key:
+                    done[tuple(g["shapes"])] = g
+    elif os.path.exists(partial):
+        os.remove(partial)
+    ordered = sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0]))
+    order = list(range(len(ordered)))
+    order = order[args.first_group - 1:] + order[:args.first_group - 1]
+    for gi in order:
+        sh, seeds = ordered[gi]
+        if tuple(str(x) for x in sh) in done:
+            g = done[tuple(str(x) for x in sh)]
+            records.extend(g["records"])
+            fails.update(g["fails"])
+            for pair, cnt in g["by_pair"].items():
+                by_pair[pair].update(cnt)
+            print(f"[{gi + 1}/{len(groups)}] {','.join(sh):32s} {len(seeds):4d} scenes  (from {partial})", flush=True)
+            continue
+        n_records = len(records)
+        fails_before = collections.Counter(fails)
+        pairs_before = {k: collections.Counter(v) for k, v in by_pair.items()}
         model, models, h, final, tc, tr = run_group(sh, seeds, args.steps, dtype, args.every, {})
         bound = np.asarray(diagnostics.energy_bound(models, h))
         h = jax.tree.map(np.asarray, h)
@@ -115,7 +147,7 @@ def main(argv=None) -> int:
                         involved = {names[j] for j in np.flatnonzero(h.touched[k])}
                     for pair in involved:
                         by_pair[pair][c] += 1
-            records.append(dict(seed=int(seed), shapes=list(sh), dt=float(models.opt.timestep[k]), **cat,
+            records.append(dict(seed=int(seed), shapes=[str(x) for x in sh], dt=float(models.opt.timestep[k]), **cat,
                                 energy0=float(h.energy0[k]), energy_rise=float(h.energy_rise[k]),
                                 energy_bound=float(bound[k]), depth_max=float(np.max(h.depth_max[k], initial=0)),
                                 deep_time=float(np.max(h.deep_time[k], initial=0)),
@@ -125,6 +157,11 @@ def main(argv=None) -> int:
         nbad = sum(any(r[c] for c in ("nonfinite", "energy", "deep", "slot")) for r in records[-len(seeds):])
         print(f"[{gi + 1}/{len(groups)}] {','.join(sh):32s} {len(seeds):4d} scenes  compile {tc:5.1f} s  "
               f"run {tr:7.1f} s ({len(seeds) * args.steps / tr:8.0f} env-steps/s)  failed {nbad}", flush=True)
+        group_pairs = {k: dict(v - pairs_before.get(k, collections.Counter())) for k, v in by_pair.items()}
+        with open(partial, "a") as f:
+            f.write(json.dumps(dict(run=run_key, shapes=[str(x) for x in sh], records=records[n_records:],
+                                    fails=dict(fails - fails_before),
+                                    by_pair={k: v for k, v in group_pairs.items() if v})) + "\n")
     total = len(records)
     print(f"\n{total} scenes x {args.steps} steps, {args.dtype}, {time.perf_counter() - t_start:.0f} s")
     for c in ("nonfinite", "energy", "deep", "slot"):
@@ -138,6 +175,7 @@ def main(argv=None) -> int:
         json.dump(dict(scenes=total, steps=args.steps, dtype=args.dtype, seed=args.seed,
                        failures=dict(fails), by_pair={k: dict(v) for k, v in by_pair.items()},
                        device=jax.devices()[0].platform, records=records), f, indent=1)
+    os.remove(partial)
     print(f"wrote {args.out}")
     return 0
 
