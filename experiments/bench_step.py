@@ -18,8 +18,8 @@ hinges; ``random_states`` of bench_collision.py), velocities zero: the pose MuJo
 reaches after ``--settle`` s (default 1 s) from the file's qpos0 for MJX and MuJoCo C,
 the pose jaxsim reaches in the same time for jaxsim, so that every timed step is in
 contact on both sides. (One shared pose is not fair: MuJoCo's soft contacts rest
-~1 cm deep, and jaxsim's momentum-level correction throws a body started that deep
-into the air, where it would be timed with fewer contacts.)
+~1 cm deep, and jaxsim, started that deep, spends the timed steps pushing the bodies
+out at up to ``max_depenetration_speed``, a different workload from resting.)
 Each timed call starts from those states again and is followed by
 ``jax.block_until_ready``; compilation is timed separately and excluded (best of 3
 loops of >= --min-time s, see benchutil.bench). After the jaxsim timing, the number of

@@ -40,9 +40,8 @@ indeterminate chain (SPEC's lying pendulum kept 13 % between its tip link's near
 far forces; with it they are equal) and still stops creep (a cube on a slope with
 tan 0.4 < mu_s comes to rest after 10 micrometres).
 
-Relaxation: ``s`` (1/kg) is the mean of ``diag(A)`` over the active normal and limit
-rows between the same two kinematic trees (the world counting as one), see
-``relaxation_scale``; ``lambda`` is dimensionless (default 0.01). The plain rigid
+Relaxation: ``s`` (1/kg) is the inverse mass that the heaviest tree of a contact
+island shows at its active normal and limit rows, see ``relaxation_scale``; ``lambda`` is dimensionless (default 0.01). The plain rigid
 ("macroscopic") variant is ``K = lambda = 0``.
 
 Speculative contacts: slots whose shapes are apart by less than ``opt.contact_margin``
@@ -159,50 +158,78 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     return p, ref
 
 
-def row_groups(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tuple[Array, int]:
-    """Group id (3m + nl,) int32 of every row, and the number of groups: the pair of
-    kinematic trees (the world is tree 0) that a contact row's two bodies belong to, a
-    limit row's joint's tree twice."""
-    root = plan(model.topo).body_root
+def row_trees(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tuple[Array, np.ndarray, int]:
+    """The kinematic trees of every row and of every degree of freedom.
+
+    Returns:
+      (3m + nl, 2) int32 trees (the world is tree 0, then 1.. per tree) of a contact
+      row's two bodies, a limit row's joint's tree twice; (nv,) static tree of every
+      dof; the number of trees including the world.
+    """
+    p = plan(model.topo)
+    root = p.body_root
     trees = np.unique(root[root > 0])
     tree_of = np.zeros(model.topo.nbody, int)  # 0 for the world, 1.. per tree
     tree_of[root > 0] = np.searchsorted(trees, root[root > 0]) + 1
-    nt = len(trees) + 1
     geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)], jnp.int32)
-    t1, t2 = geom_tree[geom1], geom_tree[geom2]
-    slot = jnp.minimum(t1, t2) * nt + jnp.maximum(t1, t2)
+    pair = jnp.stack([geom_tree[geom1], geom_tree[geom2]], -1)
     ids = limited_joints(model.topo)[0]
-    lim = jnp.asarray(tree_of[np.asarray(model.topo.jnt_body, int)[ids]] * (nt + 1), jnp.int32)
-    return jnp.concatenate([jnp.repeat(slot, 3), lim]), nt * nt
+    lim = jnp.asarray(np.repeat(tree_of[np.asarray(model.topo.jnt_body, int)[ids]][:, None], 2, 1), jnp.int32)
+    return jnp.concatenate([jnp.repeat(pair, 3, 0), lim.reshape(-1, 2)]), tree_of[p.dof_body], len(trees) + 1
 
 
-def relaxation_scale(A: Array, row_active: Array, group: Array, ngroup: int, row_normal) -> Array:
-    """(n,) relaxation weight per unit lambda of every row (1/kg): the mean of
-    ``diag(A)`` over the active normal (and limit) rows of its group (``row_groups``:
-    the rows between the same two kinematic trees).
+def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, dof_tree: np.ndarray,
+                     ntree: int, row_normal) -> Array:
+    """(n,) relaxation weight per unit lambda of every row (1/kg).
+
+    Per tree, ``s_t`` is the mean over the active normal (and limit) rows it takes part
+    in of its own share of ``diag(A)`` (``J_t M_t^-1 J_t^T``: the inverse mass the
+    tree shows at its contacts); every row of a contact island (trees linked by
+    active rows, the world not linking) gets the smallest ``s_t`` of its island.
 
     This makes lambda dimensionless, as Marquardt's scaling does for Levenberg's
     damping: an absolute lambda lets a 40 kg humanoid (A ~ 1/40 per row) sink into the
-    floor. A relaxed contact rests about ``lambda g dt s / (K A_nn)`` deep, so ``s`` must
-    follow the row's own ``A_nn``. Measured with this module's first (Euclidean) form:
-    one mean over all rows let an 18 kg sphere sharing a scene with light bodies sink
-    16 cm, one mean per tree let a 20 kg capsule sink 19 mm because a 30 g box touching
-    it dominated its tree's mean, and tangential rows in the mean (a light foot slides
-    far more easily than it sinks) relaxed the landing humanoid's normal rows hundreds
-    of times more than their own scale. Within a group the weight is
-    shared: per-row or per-pair weights change how a statically indeterminate load is
-    shared (the lying pendulum, one tree on the world, then loads its tip link's near
-    and far points unequally).
+    floor. A relaxed contact rests about ``lambda s f / K`` deep under a load impulse
+    ``f``, so ``s`` must follow the inverse mass of what the contact carries, which is
+    the island's heaviest tree, not the rows' own ``A_nn``. Measured: one mean over all
+    rows let an 18 kg sphere sharing a scene with light bodies sink 16 cm; one mean per
+    tree let a 20 kg capsule sink 19 mm because a 30 g box touching it dominated its
+    tree's mean; a mean of ``diag(A)`` per pair of trees let a 24 g box pressed on
+    the floor by a 13.5 kg hull at dt = 5 ms sink 89 mm (both of its pairs' ``A_nn``
+    are the light box's); tangential rows in the mean (a light foot slides far more
+    easily than it sinks) relaxed the landing humanoid's normal rows hundreds of
+    times more than their own scale. One weight per island also keeps a statically
+    indeterminate load shared as the rigid solution shares it (per-row or per-pair
+    weights made SPEC's lying pendulum load its tip link's near and far points
+    unequally).
 
     Args:
-      A: (n, n) constraint-space operator; row_active: (n,) bool.
-      group: (n,) int32 group ids in [0, ngroup).
+      space: the constraint space (``J``, ``M^-1 J^T``, ``A``).
+      row_active: (n,) bool. row_tree: (n, 2) int32 (``row_trees``).
+      dof_tree: (nv,) static tree of every dof; ntree: number of trees incl. the world.
       row_normal: (n,) bool (static), the rows that enter the mean.
     """
-    w = (row_active & jnp.asarray(row_normal)).astype(A.dtype)
-    total = jax.ops.segment_sum(jnp.diagonal(A) * w, group, num_segments=ngroup)
-    count = jax.ops.segment_sum(w, group, num_segments=ngroup)
-    return (total / jnp.maximum(count, 1.0))[group] + jnp.finfo(A.dtype).tiny
+    dtype = space.A.dtype
+    onehot = jnp.asarray(dof_tree[:, None] == np.arange(ntree)[None, :], dtype)  # (nv, ntree)
+    share = (space.J * space.Minv_JT.T) @ onehot  # (n, ntree): each tree's part of diag(A)
+    w = (row_active & jnp.asarray(row_normal)).astype(dtype)
+    touches = (row_tree[:, :1] == jnp.arange(ntree)) | (row_tree[:, 1:] == jnp.arange(ntree))  # (n, ntree)
+    weight = w[:, None] * touches
+    count = jnp.sum(weight, 0)
+    s_tree = jnp.where(count > 0, jnp.sum(weight * share, 0) / jnp.maximum(count, 1.0), jnp.inf)
+    # contact islands by label propagation over the active rows between two bodies
+    linked = (w > 0) & (row_tree[:, 0] > 0) & (row_tree[:, 1] > 0)
+    a, b = row_tree[:, 0], row_tree[:, 1]
+
+    def spread(_, label):
+        lo = jnp.where(linked, jnp.minimum(label[a], label[b]), ntree)
+        label = jnp.minimum(label, jax.ops.segment_min(lo, a, num_segments=ntree))
+        return jnp.minimum(label, jax.ops.segment_min(lo, b, num_segments=ntree))
+
+    label = jax.lax.fori_loop(0, max(ntree - 2, 0), spread, jnp.arange(ntree))
+    s_island = jax.ops.segment_min(s_tree, label, num_segments=ntree)
+    s_row = s_island[label[jnp.maximum(a, b)]]
+    return jnp.where(jnp.isfinite(s_row), s_row, 0.0) + jnp.finfo(dtype).tiny
 
 
 def corrections(model: Model, contacts: Contacts, d: Array, limits: LimitRows, slipping: Array):
@@ -264,7 +291,7 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     row_active = jnp.concatenate([jnp.repeat(active, 3), limits.active])
     row_normal = np.concatenate([np.arange(3 * m) % 3 == 0, np.ones(nl, bool)])
     relax = 0.0 if opt.contact == "rigid" else opt.contact_relaxation
-    scale = relaxation_scale(space.A, row_active, *row_groups(model, geom1, geom2, limits), row_normal)
+    scale = relaxation_scale(space, row_active, *row_trees(model, geom1, geom2, limits), row_normal)
     problem = qp.QP(space.A + jnp.diag(relax * scale), c, jnp.zeros_like(c),
                     jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((nl,), jnp.inf, dtype)]),
                     mu.astype(dtype))
