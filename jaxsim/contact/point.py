@@ -41,8 +41,9 @@ far forces; with it they are equal) and still stops creep (a cube on a slope wit
 tan 0.4 < mu_s comes to rest after 10 micrometres).
 
 Relaxation: ``s`` (1/kg) is the inverse mass that the heaviest tree of a contact
-island shows at its active normal and limit rows, see ``relaxation_scale``; ``lambda`` is dimensionless (default 0.01). The plain rigid
-("macroscopic") variant is ``K = lambda = 0``.
+island shows at its active normal and limit rows, see ``relaxation_scale``;
+``lambda`` is dimensionless (default 0.01). The plain rigid ("macroscopic") variant
+is ``K = lambda = 0``.
 
 Speculative contacts: slots whose shapes are apart by less than ``opt.contact_margin``
 plus one step's travel (``step.speculative_margin``) are active too, with the target
@@ -174,8 +175,9 @@ def row_trees(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tu
     geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)], jnp.int32)
     pair = jnp.stack([geom_tree[geom1], geom_tree[geom2]], -1)
     ids = limited_joints(model.topo)[0]
-    lim = jnp.asarray(np.repeat(tree_of[np.asarray(model.topo.jnt_body, int)[ids]][:, None], 2, 1), jnp.int32)
-    return jnp.concatenate([jnp.repeat(pair, 3, 0), lim.reshape(-1, 2)]), tree_of[p.dof_body], len(trees) + 1
+    lim = np.repeat(tree_of[np.asarray(model.topo.jnt_body, int)[ids]][:, None], 2, 1)  # (nl, 2)
+    return (jnp.concatenate([jnp.repeat(pair, 3, 0), jnp.asarray(lim, jnp.int32)]), tree_of[p.dof_body],
+            len(trees) + 1)
 
 
 def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, dof_tree: np.ndarray,
@@ -304,7 +306,6 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     # step's end, as the first pass left it (one step of the fixed point). Decided
     # from the start alone, the cone of an impact depended on whether the point
     # approached sliding at 9 or 11 mm/s, and a sliding point stopped by an impact
-    # could approach the surface at mu |v_t|
     # could approach the surface at mu |v_t|. It is skipped (outside vmap) where no
     # mode changed and no shift moved by more than 0.1 slip_speed
     vt_end = math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:])
