@@ -42,8 +42,7 @@ PAPER_WALL_S = {"relaxed": 31.3, "rigid": 6.9}  # seed 003, table 1, dt = 1 ms
 
 
 def simulate(n: int, method: str, seconds: float, repeats: int = 3) -> dict:
-    model = scenes.pendulum(n, floor=True, dtype=jnp.float64)
-    model = model.replace(opt=model.opt.replace(contact=method))
+    model = scenes.pendulum(n, floor=True, dtype=jnp.float64, contact=method)
     steps = int(round(seconds / float(model.opt.timestep)))
     state0 = jaxsim.make_state(model, q=scenes.pendulum_raised_q(model))
     ctrls = jnp.zeros((steps, model.nu), model.dtype)

@@ -24,7 +24,9 @@ from typing import Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.types import DynType, GeomType, JointType, Model, Options, Topology
+from jaxsim import contact as contact_models
+from jaxsim.collision.pairs import candidate_pairs
+from jaxsim.types import ContactMode, DynType, GeomType, JointType, Model, Options, Topology
 
 _JOINTS = {"free": JointType.FREE, "ball": JointType.BALL, "slide": JointType.SLIDE,
            "prismatic": JointType.SLIDE, "hinge": JointType.HINGE, "revolute": JointType.HINGE}
@@ -106,6 +108,24 @@ def mesh_edges(faces: np.ndarray, vertices: np.ndarray | None = None) -> tuple[n
         parallel = first and np.min(np.linalg.norm(np.cross(d[i], d[first]), axis=1)) < 1e-9
         (rest if parallel else first).append(i)
     return edges[first + rest], len(first)
+
+
+def _mode(mode: str, where: str) -> ContactMode:
+    modes = {m.name.lower(): m for m in ContactMode}
+    if mode not in modes:
+        raise ModelError(f"{where}: contact mode must be one of {sorted(modes)}, got {mode!r}")
+    return modes[mode]
+
+
+@dataclasses.dataclass
+class _Pair:
+    geom1: str
+    geom2: str
+    mode: ContactMode | None
+    friction: np.ndarray | None
+    restitution: float | None
+    stiffness: float | None
+    damping: float | None
 
 
 @dataclasses.dataclass
@@ -196,12 +216,28 @@ class ModelBuilder:
                  density: float = 0.0, viscosity: float = 0.0,
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
                  forward_dynamics: str = "crba", implicit_damping: bool = True,
-                 implicit_gyroscopic: bool = True,
-                 contact: str = "relaxed", contact_stiffness: float = 1000.0,
-                 contact_relaxation: float = 0.01,
-                 slip_speed: float = 0.01, contact_margin: float = 1e-3, max_depenetration_speed: float = 0.5,
-                 solver_tol: float = 1e-6, solver_iterations: int = 500,
-                 adjoint: str = "implicit", max_contacts: int = 0):
+                 implicit_gyroscopic: bool = True, contact: str = "relaxed",
+                 contact_mode: str = "constraint", constraints: bool = True,
+                 contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
+                 adjoint: str = "implicit", max_contacts: int = 0,
+                 penalty_stiffness: float = 1e5, penalty_damping: float = 300.0,
+                 penalty_slip_speed: float = 0.01, **contact_params):
+        """Scene-wide options.
+
+        Args:
+          contact: the contact model of constraint pairs (``jaxsim.contact.MODELS``:
+            "relaxed", "rigid", "penalty", ...). Its own parameters are keyword
+            options of their names (``contact_stiffness=...``; see the model's
+            ``params`` in its module); an unknown name raises ``ModelError``.
+          contact_mode: every pair's default mode, "constraint", "penalty" or "none"
+            (``set_contact_mode`` and ``add_pair`` refine it).
+          constraints: False turns off contacts and every constraint row (joint
+            limits too): smooth dynamics only, MuJoCo's ``constraint`` disable flag.
+          contact_margin: m, shapes this close get (speculative) contacts.
+          penalty_stiffness, penalty_damping: N/m and N s/m of penalty pairs (per pair
+            with ``add_pair``); penalty_slip_speed: m/s, their friction is viscous
+            below it.
+        """
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
         if integrator not in ("euler", "rk4"):
@@ -210,33 +246,41 @@ class ModelBuilder:
             raise ModelError(f"forward_dynamics must be 'aba' or 'crba', got {forward_dynamics!r}")
         if density < 0 or viscosity < 0:
             raise ModelError(f"density and viscosity must be >= 0, got {density}, {viscosity}")
-        if contact not in ("relaxed", "rigid", "none"):
-            raise ModelError(f"contact must be 'relaxed', 'rigid' or 'none', got {contact!r}")
+        if contact == "none":
+            raise ModelError("contact='none' is gone: use contact_mode='none' (no contacts; joint limits "
+                             "stay) or constraints=False (no contacts and no constraint rows)")
+        if contact not in contact_models.MODELS:
+            raise ModelError(f"contact must name a contact model, one of {sorted(contact_models.MODELS)}; "
+                             f"got {contact!r}")
         if adjoint not in ("implicit", "unrolled"):
             raise ModelError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
-        for name, value in (("contact_stiffness", contact_stiffness), ("contact_relaxation", contact_relaxation),
-                            ("slip_speed", slip_speed), ("contact_margin", contact_margin),
-                            ("max_depenetration_speed", max_depenetration_speed), ("solver_tol", solver_tol)):
+        for name, value in (("contact_margin", contact_margin), ("solver_tol", solver_tol),
+                            ("penalty_stiffness", penalty_stiffness), ("penalty_damping", penalty_damping),
+                            ("penalty_slip_speed", penalty_slip_speed)):
             if not value >= 0:
                 raise ModelError(f"{name} must be >= 0, got {value}")
+        if not penalty_slip_speed > 0:
+            raise ModelError(f"penalty_slip_speed must be positive, got {penalty_slip_speed}")
         if int(solver_iterations) < 1:
             raise ModelError(f"solver_iterations must be >= 1, got {solver_iterations}")
-        self.contact, self.adjoint = contact, adjoint
-        self.contact_params = dict(contact_stiffness=float(contact_stiffness),
-                                   contact_relaxation=float(contact_relaxation), solver_tol=float(solver_tol),
-                                   slip_speed=float(slip_speed), contact_margin=float(contact_margin),
-                                   max_depenetration_speed=float(max_depenetration_speed))
-        self.solver_iterations = int(solver_iterations)
         if int(max_contacts) < 0:
             raise ModelError(f"max_contacts must be >= 0 (0: all contact slots), got {max_contacts}")
-        self.max_contacts = int(max_contacts)
+        try:  # checked now, so the error points at the builder call
+            contact_models.make_params(contact, None, **contact_params)
+        except ValueError as e:
+            raise ModelError(str(e)) from None
+        self.contact, self.contact_params = contact, dict(contact_params)
+        self.stage_params = dict(contact_margin=float(contact_margin), solver_tol=float(solver_tol),
+                                 penalty_slip_speed=float(penalty_slip_speed))
+        self.penalty = (float(penalty_stiffness), float(penalty_damping))
+        self.flags = dict(adjoint=adjoint, solver_iterations=int(solver_iterations),
+                          max_contacts=int(max_contacts), constraint=bool(constraints),
+                          integrator=integrator, forward_dynamics=forward_dynamics,
+                          implicit_damping=bool(implicit_damping), implicit_gyroscopic=bool(implicit_gyroscopic))
         self.timestep = float(timestep)
         self.gravity = _vec(gravity, 3, "gravity")
         self.density, self.viscosity = float(density), float(viscosity)
         self.wind = _vec(wind, 3, "wind")
-        self.integrator, self.forward_dynamics = integrator, forward_dynamics
-        self.implicit_damping = bool(implicit_damping)
-        self.implicit_gyroscopic = bool(implicit_gyroscopic)
         self.bodies: list[_Body] = []
         self.joints: list[_Joint] = []
         self.geoms: list[_Geom] = []
@@ -246,6 +290,8 @@ class ModelBuilder:
         self.tendons: list[_Tendon] = []
         self.equalities: list[_Equality] = []
         self.excludes: list[tuple[str, str]] = []
+        self.mode_rules: list[tuple[ContactMode, tuple, bool]] = [(_mode(contact_mode, "contact_mode"), (), False)]
+        self.pairs: list[_Pair] = []
         self._names: dict[str, set] = {k: set() for k in ("body", "joint", "geom", "actuator",
                                                           "tendon", "equality")}
 
@@ -514,6 +560,45 @@ class ModelBuilder:
         """Never collide the geoms of ``body1`` with those of ``body2``."""
         self.excludes.append((body1, body2))
 
+    def set_contact_mode(self, mode: str, *bodies: str, group: Sequence[str] | None = None) -> None:
+        """Set the contact mode ("constraint", "penalty" or "none") of geom pairs.
+
+        ``set_contact_mode(mode)``: every pair; ``(mode, "a")``: every pair with a geom
+        on body "a"; ``(mode, "a", "b")``: the pairs between bodies "a" and "b";
+        ``(mode, group=[...])``: the pairs whose two bodies are both in the group.
+        Later calls override earlier ones; ``add_pair(mode=...)`` overrides them all.
+        A "none" pair is not even detected; a "penalty" pair gets a spring-damper
+        force (``contact/penalty.py``) instead of the contact model's solve.
+        """
+        m = _mode(mode, "set_contact_mode")
+        if group is not None and bodies:
+            raise ModelError("set_contact_mode: give bodies or group=, not both")
+        if len(bodies) > 2:
+            raise ModelError(f"set_contact_mode: at most two bodies (a body pair), got {list(bodies)}; "
+                             "use group= for more")
+        names = tuple(group) if group is not None else tuple(bodies)
+        self.mode_rules.append((m, names, group is not None))
+
+    def add_pair(self, geom1: str, geom2: str, *, mode: str | None = None, friction=None,
+                 restitution: float | None = None, stiffness: float | None = None,
+                 damping: float | None = None) -> None:
+        """An explicit geom pair (MJCF ``<contact><pair>``): it collides even where
+        contype/conaffinity or an exclude would filter it, and its parameters override
+        those filled from the geoms. ``friction``: (static, kinetic); ``stiffness``,
+        ``damping``: N/m, N s/m of a penalty pair."""
+        where = f"pair ({geom1!r}, {geom2!r})"
+        f = None if friction is None else _vec(np.resize(np.asarray(friction, float).reshape(-1), 2), 2,
+                                                f"{where} friction")
+        if f is not None and np.any(f < 0):
+            raise ModelError(f"{where}: friction must be >= 0, got {f.tolist()}")
+        for label, val in (("restitution", restitution), ("stiffness", stiffness), ("damping", damping)):
+            if val is not None and not (np.isfinite(val) and val >= 0):
+                raise ModelError(f"{where}: {label} must be >= 0, got {val}")
+        if restitution is not None and restitution > 1:
+            raise ModelError(f"{where}: restitution must be in [0, 1], got {restitution}")
+        self.pairs.append(_Pair(geom1, geom2, None if mode is None else _mode(mode, where), f,
+                                restitution, stiffness, damping))
+
     # ------------------------------------------------------------------- build
 
     def _body_order(self) -> list[_Body]:
@@ -539,15 +624,8 @@ class ModelBuilder:
             return list(self.bodies)
         return order
 
-    def build(self, dtype=jnp.float32) -> Model:
-        """Validate and return the Model (float arrays in ``dtype``)."""
-        bodies = self._body_order()
-        names = ["world"] + [b.name for b in bodies]
-        bid = {n: i for i, n in enumerate(names)}
-        parent = [-1] + [bid[b.parent] for b in bodies]
-        nbody = len(names)
-
-        # joints grouped by body (parents-first body order), each body's in insertion order
+    def _joint_table(self, names: list[str], bid: dict, parent: list[int], bodies: list[_Body]) -> dict:
+        """Joints grouped by body (parents-first), their addresses; checks free joints."""
         for j in self.joints:
             if j.body not in bid or j.body == "world":
                 raise ModelError(f"joint {j.name!r}: unknown body {j.body!r}")
@@ -561,68 +639,63 @@ class ModelBuilder:
                     raise ModelError(f"joint {js[0].name!r}: a free joint is supported only on a body "
                                      f"whose parent is the world (body {n!r} has parent "
                                      f"{names[parent[bid[n]]]!r})")
-        body_jntadr, body_jntnum = [], []
+        jntadr, jntnum = [], []
         for n in names:
             idx = [i for i, j in enumerate(joints) if j.body == n]
-            body_jntadr.append(idx[0] if idx else -1)
-            body_jntnum.append(len(idx))
-        jnt_qposadr, jnt_dofadr, nq, nv = [], [], 0, 0
+            jntadr.append(idx[0] if idx else -1)
+            jntnum.append(len(idx))
+        qposadr, dofadr, nq, nv = [], [], 0, 0
         for j in joints:
-            jnt_qposadr.append(nq)
-            jnt_dofadr.append(nv)
-            nq += j.type.nq
-            nv += j.type.nv
+            qposadr.append(nq)
+            dofadr.append(nv)
+            nq, nv = nq + j.type.nq, nv + j.type.nv
         for j in joints:  # free joints start where their body is
             if j.type == JointType.FREE:
                 b = bodies[bid[j.body] - 1]
                 j.qpos0 = np.concatenate([b.pos, b.quat])
                 j.qpos_spring = j.qpos0.copy()
+        return dict(joints=joints, jntadr=jntadr, jntnum=jntnum, qposadr=qposadr, dofadr=dofadr, nq=nq, nv=nv)
 
-        # massless moving bodies must have mass somewhere below them
+    def _check_masses(self, names, parent, bodies, jntnum) -> None:
+        """Massless moving bodies must have mass somewhere below them."""
+        nbody = len(names)
         subtree_mass = np.zeros(nbody)
         for i in range(nbody - 1, 0, -1):
             subtree_mass[i] += bodies[i - 1].mass
             subtree_mass[parent[i]] += subtree_mass[i]
         moving = np.zeros(nbody, bool)
         for i in range(1, nbody):
-            moving[i] = moving[parent[i]] or body_jntnum[i] > 0
+            moving[i] = moving[parent[i]] or jntnum[i] > 0
         for i in range(1, nbody):
-            if moving[i] and body_jntnum[i] > 0 and subtree_mass[i] <= 0:
+            if moving[i] and jntnum[i] > 0 and subtree_mass[i] <= 0:
                 raise ModelError(f"body {names[i]!r}: a moving body needs positive mass in its subtree")
 
+    def _transmissions(self, jt: dict) -> dict:
+        """Tendon coefficients, actuator moments and activation addresses, equality ids."""
+        joints, nv = jt["joints"], jt["nv"]
         jid = {j.name: i for i, j in enumerate(joints)}
         scalar = {j.name for j in joints if j.type in (JointType.HINGE, JointType.SLIDE)}
-
-        # tendons
         tendon_coef = np.zeros((len(self.tendons), nv))
         for t_i, t in enumerate(self.tendons):
             for jn, c in t.coefs.items():
                 if jn not in scalar:
                     raise ModelError(f"tendon {t.name!r}: joint {jn!r} is not a hinge or slide joint of the model")
-                tendon_coef[t_i, jnt_dofadr[jid[jn]]] += float(c)
+                tendon_coef[t_i, jt["dofadr"][jid[jn]]] += float(c)
         tid = {t.name: i for i, t in enumerate(self.tendons)}
-
-        # actuators
-        nu = len(self.actuators)
-        moment = np.zeros((nu, nv))
+        moment = np.zeros((len(self.actuators), nv))
         actadr, na = [], 0
         for a_i, a in enumerate(self.actuators):
             if a.joint is not None:
                 if a.joint not in scalar:
                     raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} is not a hinge or slide "
                                      "joint of the model (only those can be actuated)")
-                moment[a_i, jnt_dofadr[jid[a.joint]]] = a.gear
+                moment[a_i, jt["dofadr"][jid[a.joint]]] = a.gear
             else:
                 if a.tendon not in tid:
                     raise ModelError(f"actuator {a.name!r}: unknown tendon {a.tendon!r}")
                 moment[a_i] = a.gear * tendon_coef[tid[a.tendon]]
-            if a.dyntype != DynType.NONE:
-                actadr.append(na)
-                na += 1
-            else:
-                actadr.append(-1)
-
-        # equality couplings
+            actadr.append(na if a.dyntype != DynType.NONE else -1)
+            na += a.dyntype != DynType.NONE
         eq_obj1, eq_obj2 = [], []
         for e in self.equalities:
             table = jid if e.type == "joint" else tid
@@ -634,15 +707,11 @@ class ModelBuilder:
                                      f"joint or a tendon of the model")
             eq_obj1.append(table[e.obj1])
             eq_obj2.append(-1 if e.obj2 is None else table[e.obj2])
+        return dict(tendon_coef=tendon_coef, moment=moment, actadr=actadr, na=na, eq_obj1=eq_obj1,
+                    eq_obj2=eq_obj2)
 
-        exclude = []
-        for b1, b2 in self.excludes:
-            for b in (b1, b2):
-                if b not in bid:
-                    raise ModelError(f"contact exclude ({b1!r}, {b2!r}): unknown body {b!r}")
-            exclude.append(tuple(sorted((bid[b1], bid[b2]))))
-
-        # geoms
+    def _shapes(self, bid: dict) -> dict:
+        """Padded mesh and height-field arrays; checks geom bodies."""
         for g in self.geoms:
             if g.body not in bid:
                 raise ModelError(f"geom {g.name!r}: unknown body {g.body!r}")
@@ -657,20 +726,87 @@ class ModelBuilder:
             mesh_vert[m_i, len(v):] = v[0]  # pad with a real vertex: harmless in max/min
             mesh_face[m_i, :len(f)] = f
             mesh_edge[m_i, :len(edges[m_i])] = edges[m_i]
-
-        maxh = max([1] + [h.size for _, h in self.hfields])
-        hfield_data = np.zeros((len(self.hfields), maxh))
+        hfield_data = np.zeros((len(self.hfields), max([1] + [h.size for _, h in self.hfields])))
         for h_i, (_, h) in enumerate(self.hfields):
             hfield_data[h_i, :h.size] = h.reshape(-1)
+        return dict(mesh_vert=mesh_vert, mesh_face=mesh_face, mesh_edge=mesh_edge, edges=edges, naxis=naxis,
+                    hfield_data=hfield_data)
+
+    def _pair_table(self, topo: Topology, bid: dict) -> tuple[Topology, dict]:
+        """The pair table (candidates, then explicit pairs), its modes and parameters."""
+        gid = {g.name: i for i, g in enumerate(self.geoms)}
+        for mode, names, _ in self.mode_rules:
+            for b in names:
+                if b not in bid:
+                    raise ModelError(f"set_contact_mode: unknown body {b!r}")
+        explicit = {}
+        for p in self.pairs:
+            for g in (p.geom1, p.geom2):
+                if g not in gid:
+                    raise ModelError(f"pair ({p.geom1!r}, {p.geom2!r}): unknown geom {g!r}")
+            a, b = gid[p.geom1], gid[p.geom2]
+            if topo.geom_body[a] == topo.geom_body[b]:
+                raise ModelError(f"pair ({p.geom1!r}, {p.geom2!r}): both geoms are on one body")
+            a, b = (a, b) if topo.geom_type[a] <= topo.geom_type[b] else (b, a)
+            explicit[(a, b)] = p
+        table = [pr for pr in candidate_pairs(topo) if pr not in explicit] + list(explicit)
+        body_name = topo.body_name
+        modes, friction, restitution, stiffness, damping = [], [], [], [], []
+        for a, b in table:
+            ga, gb, p = self.geoms[a], self.geoms[b], explicit.get((a, b))
+            pair_bodies = {body_name[topo.geom_body[a]], body_name[topo.geom_body[b]]}
+            mode = ContactMode.CONSTRAINT
+            for m, names, is_group in self.mode_rules:
+                if (not names or (is_group and pair_bodies <= set(names))
+                        or (not is_group and set(names) <= pair_bodies and
+                            (len(names) == 2 or names[0] in pair_bodies))):
+                    mode = m
+            modes.append(p.mode if p is not None and p.mode is not None else mode)
+            pick = lambda attr, default: default if p is None or getattr(p, attr) is None else getattr(p, attr)  # noqa: E731
+            friction.append(pick("friction", np.maximum(ga.friction, gb.friction)))  # MuJoCo: the larger
+            restitution.append(pick("restitution", 0.5 * (ga.restitution + gb.restitution)))
+            stiffness.append(pick("stiffness", self.penalty[0]))
+            damping.append(pick("damping", self.penalty[1]))
+        topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
+                            pair_mode=tuple(int(m) for m in modes))
+        n = len(table)
+        return topo, dict(pair_friction=np.reshape(friction, (n, 2)), pair_restitution=np.reshape(restitution, (n,)),
+                          pair_stiffness=np.reshape(stiffness, (n,)), pair_damping=np.reshape(damping, (n,)))
+
+    def _options(self, arr, dtype) -> Options:
+        return Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
+                       density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
+                       **{name: arr(value) for name, value in self.stage_params.items()},
+                       contact=self.contact, fluid=self.density > 0 or self.viscosity > 0, **self.flags)
+
+    def build(self, dtype=jnp.float32) -> Model:
+        """Validate and return the Model (float arrays in ``dtype``)."""
+        bodies = self._body_order()
+        names = ["world"] + [b.name for b in bodies]
+        bid = {n: i for i, n in enumerate(names)}
+        parent = [-1] + [bid[b.parent] for b in bodies]
+        nbody = len(names)
+        jt = self._joint_table(names, bid, parent, bodies)
+        joints, nq, nv = jt["joints"], jt["nq"], jt["nv"]
+        self._check_masses(names, parent, bodies, jt["jntnum"])
+        tr = self._transmissions(jt)
+        exclude = []
+        for b1, b2 in self.excludes:
+            for b in (b1, b2):
+                if b not in bid:
+                    raise ModelError(f"contact exclude ({b1!r}, {b2!r}): unknown body {b!r}")
+            exclude.append(tuple(sorted((bid[b1], bid[b2]))))
+        sh = self._shapes(bid)
+        nu = len(self.actuators)
 
         topo = Topology(
             nq=nq, nv=nv, nbody=nbody, njnt=len(joints), ngeom=len(self.geoms),
-            nmesh=len(self.meshes), nhfield=len(self.hfields), nu=nu, na=na, ntendon=len(self.tendons),
+            nmesh=len(self.meshes), nhfield=len(self.hfields), nu=nu, na=tr["na"], ntendon=len(self.tendons),
             neq=len(self.equalities),
-            body_parent=tuple(parent), body_jntadr=tuple(body_jntadr),
-            body_jntnum=tuple(body_jntnum), body_name=tuple(names),
+            body_parent=tuple(parent), body_jntadr=tuple(jt["jntadr"]),
+            body_jntnum=tuple(jt["jntnum"]), body_name=tuple(names),
             jnt_type=tuple(int(j.type) for j in joints), jnt_body=tuple(bid[j.body] for j in joints),
-            jnt_qposadr=tuple(jnt_qposadr), jnt_dofadr=tuple(jnt_dofadr),
+            jnt_qposadr=tuple(jt["qposadr"]), jnt_dofadr=tuple(jt["dofadr"]),
             jnt_limited=tuple(j.range is not None for j in joints),
             jnt_actfrclimited=tuple(j.actfrcrange is not None for j in joints),
             jnt_name=tuple(j.name for j in joints),
@@ -683,22 +819,23 @@ class ModelBuilder:
             geom_name=tuple(g.name for g in self.geoms),
             mesh_nvert=tuple(len(v) for v, _ in self.meshes),
             mesh_nface=tuple(len(f) for _, f in self.meshes),
-            mesh_nedge=tuple(len(e) for e in edges),
-            mesh_naxis=tuple(naxis),
+            mesh_nedge=tuple(len(e) for e in sh["edges"]),
+            mesh_naxis=tuple(sh["naxis"]),
             hfield_nrow=tuple(h.shape[0] for _, h in self.hfields),
             hfield_ncol=tuple(h.shape[1] for _, h in self.hfields),
             actuator_dyntype=tuple(int(a.dyntype) for a in self.actuators),
-            actuator_actadr=tuple(actadr),
+            actuator_actadr=tuple(tr["actadr"]),
             actuator_ctrllimited=tuple(a.ctrlrange is not None for a in self.actuators),
             actuator_forcelimited=tuple(a.forcerange is not None for a in self.actuators),
             actuator_actlimited=tuple(a.actrange is not None for a in self.actuators),
             actuator_name=tuple(a.name for a in self.actuators),
             tendon_limited=tuple(t.range is not None for t in self.tendons),
             tendon_name=tuple(t.name for t in self.tendons),
-            eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(eq_obj1),
-            eq_obj2=tuple(eq_obj2), eq_name=tuple(e.name for e in self.equalities),
+            eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(tr["eq_obj1"]),
+            eq_obj2=tuple(tr["eq_obj2"]), eq_name=tuple(e.name for e in self.equalities),
             exclude=tuple(sorted(set(exclude))),
         )
+        topo, pairs = self._pair_table(topo, bid)
 
         def arr(x, shape=None):
             a = np.asarray(x, dtype=np.float64)
@@ -709,56 +846,52 @@ class ModelBuilder:
         def per_dof(attr):
             return np.concatenate([[getattr(j, attr)] * j.type.nv for j in joints]) if joints else np.zeros(0)
 
-        default_range = np.zeros(2)
-        opt = Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
-                      density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
-                      **{name: arr(value) for name, value in self.contact_params.items()},
-                      contact=self.contact, solver_iterations=self.solver_iterations, adjoint=self.adjoint,
-                      max_contacts=self.max_contacts,
-                      integrator=self.integrator, forward_dynamics=self.forward_dynamics,
-                      implicit_damping=self.implicit_damping, implicit_gyroscopic=self.implicit_gyroscopic,
-                      fluid=self.density > 0 or self.viscosity > 0)
+        def ranges(items, attr, n):
+            return arr([np.zeros(2) if getattr(x, attr) is None else getattr(x, attr) for x in items], (n, 2))
+
+        nj, ng, nt = len(joints), len(self.geoms), len(self.tendons)
         return Model(
-            topo=topo, opt=opt,
+            topo=topo, opt=self._options(arr, dtype),
             body_pos=arr([np.zeros(3)] + [b.pos for b in bodies], (nbody, 3)),
             body_quat=arr([np.array([1.0, 0, 0, 0])] + [b.quat for b in bodies], (nbody, 4)),
             body_mass=arr([0.0] + [b.mass for b in bodies], (nbody,)),
             body_com=arr([np.zeros(3)] + [b.com for b in bodies], (nbody, 3)),
             body_inertia=arr([np.zeros(3)] + [b.inertia for b in bodies], (nbody, 3)),
             body_iquat=arr([np.array([1.0, 0, 0, 0])] + [b.iquat for b in bodies], (nbody, 4)),
-            jnt_pos=arr([j.pos for j in joints], (len(joints), 3)),
-            jnt_axis=arr([j.axis for j in joints], (len(joints), 3)),
-            jnt_stiffness=arr([j.stiffness for j in joints], (len(joints),)),
-            jnt_range=arr([default_range if j.range is None else j.range for j in joints], (len(joints), 2)),
-            jnt_actfrcrange=arr([default_range if j.actfrcrange is None else j.actfrcrange for j in joints],
-                                (len(joints), 2)),
+            jnt_pos=arr([j.pos for j in joints], (nj, 3)),
+            jnt_axis=arr([j.axis for j in joints], (nj, 3)),
+            jnt_stiffness=arr([j.stiffness for j in joints], (nj,)),
+            jnt_range=ranges(joints, "range", nj),
+            jnt_actfrcrange=ranges(joints, "actfrcrange", nj),
             qpos0=arr(np.concatenate([j.qpos0 for j in joints]) if joints else [], (nq,)),
             qpos_spring=arr(np.concatenate([j.qpos_spring for j in joints]) if joints else [], (nq,)),
             dof_damping=arr(per_dof("damping"), (nv,)),
             dof_armature=arr(per_dof("armature"), (nv,)),
             dof_frictionloss=arr(per_dof("frictionloss"), (nv,)),
-            geom_size=arr([g.size for g in self.geoms], (len(self.geoms), 3)),
-            geom_pos=arr([g.pos for g in self.geoms], (len(self.geoms), 3)),
-            geom_quat=arr([g.quat for g in self.geoms], (len(self.geoms), 4)),
-            geom_friction=arr([g.friction for g in self.geoms], (len(self.geoms), 2)),
-            geom_restitution=arr([g.restitution for g in self.geoms], (len(self.geoms),)),
-            geom_rgba=arr([g.rgba for g in self.geoms], (len(self.geoms), 4)),
-            mesh_vert=arr(mesh_vert),
-            mesh_face=jnp.asarray(mesh_face),
-            mesh_edge=jnp.asarray(mesh_edge),
+            geom_size=arr([g.size for g in self.geoms], (ng, 3)),
+            geom_pos=arr([g.pos for g in self.geoms], (ng, 3)),
+            geom_quat=arr([g.quat for g in self.geoms], (ng, 4)),
+            geom_friction=arr([g.friction for g in self.geoms], (ng, 2)),
+            geom_restitution=arr([g.restitution for g in self.geoms], (ng,)),
+            geom_rgba=arr([g.rgba for g in self.geoms], (ng, 4)),
+            mesh_vert=arr(sh["mesh_vert"]),
+            mesh_face=jnp.asarray(sh["mesh_face"]),
+            mesh_edge=jnp.asarray(sh["mesh_edge"]),
             hfield_size=arr([hs for hs, _ in self.hfields], (len(self.hfields), 4)),
-            hfield_data=arr(hfield_data),
-            actuator_moment=arr(moment, (nu, nv)),
+            hfield_data=arr(sh["hfield_data"]),
+            actuator_moment=arr(tr["moment"], (nu, nv)),
             actuator_gain=arr([a.gain for a in self.actuators], (nu,)),
             actuator_bias=arr([a.bias for a in self.actuators], (nu, 3)),
-            actuator_ctrlrange=arr([default_range if a.ctrlrange is None else a.ctrlrange for a in self.actuators], (nu, 2)),
-            actuator_forcerange=arr([default_range if a.forcerange is None else a.forcerange for a in self.actuators], (nu, 2)),
-            actuator_actrange=arr([default_range if a.actrange is None else a.actrange for a in self.actuators], (nu, 2)),
+            actuator_ctrlrange=ranges(self.actuators, "ctrlrange", nu),
+            actuator_forcerange=ranges(self.actuators, "forcerange", nu),
+            actuator_actrange=ranges(self.actuators, "actrange", nu),
             actuator_tau=arr([a.tau for a in self.actuators], (nu,)),
-            tendon_coef=arr(tendon_coef, (len(self.tendons), nv)),
-            tendon_stiffness=arr([t.stiffness for t in self.tendons], (len(self.tendons),)),
-            tendon_damping=arr([t.damping for t in self.tendons], (len(self.tendons),)),
-            tendon_lengthspring=arr([np.zeros(2) if t.lengthspring is None else t.lengthspring for t in self.tendons], (len(self.tendons), 2)),
-            tendon_range=arr([default_range if t.range is None else t.range for t in self.tendons], (len(self.tendons), 2)),
+            tendon_coef=arr(tr["tendon_coef"], (nt, nv)),
+            tendon_stiffness=arr([t.stiffness for t in self.tendons], (nt,)),
+            tendon_damping=arr([t.damping for t in self.tendons], (nt,)),
+            tendon_lengthspring=ranges(self.tendons, "lengthspring", nt),
+            tendon_range=ranges(self.tendons, "range", nt),
             eq_polycoef=arr([e.polycoef for e in self.equalities], (len(self.equalities), 5)),
+            **{k: arr(v) for k, v in pairs.items()},
+            contact_params=contact_models.make_params(self.contact, dtype, **self.contact_params),
         )

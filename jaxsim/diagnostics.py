@@ -231,7 +231,8 @@ def energy_bound(model: Model, health: Health) -> Array:
     (the position correction is the only part of a contact impulse that may do
     positive work, ``contact/point.py``)."""
     mass = jnp.sum(model.body_mass, -1)
-    return 0.01 * jnp.abs(health.energy0) + 0.5 * mass * model.opt.max_depenetration_speed ** 2
+    cap = getattr(model.contact_params, "max_depenetration_speed", 0.0)  # 0: no correction (rigid)
+    return 0.01 * jnp.abs(health.energy0) + 0.5 * mass * cap ** 2
 
 
 def total_energy(model: Model, state: State) -> Array:

@@ -14,7 +14,7 @@ LINK_MASS = 0.3  # kg, ... of 0.3 kg
 
 def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = False,
              timestep: float = 1e-3, integrator: str = "euler", damping: float = 0.0,
-             dtype=jnp.float32) -> Model:
+             dtype=jnp.float32, **options) -> Model:
     """The n-link planar pendulum of SPEC section 2 (seed 003, section 3).
 
     Each link is a 4 x 10 x 4 cm box of 0.3 kg hanging along -z from a hinge about the
@@ -29,6 +29,7 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
       pivot_height: height of the root hinge, m (default: 0.1 m above the chain's length,
         or half a link thickness with a floor).
       floor: add a ground plane at z = 0 (friction mu_s = 1.0, mu_k = 0.4 as in the paper).
+      **options: further ModelBuilder options (the contact model and its parameters, ...).
     """
     if n < 1:
         raise ValueError(f"pendulum needs at least one link, got n={n}")
@@ -37,7 +38,7 @@ def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = Fal
         height = pivot_height
     else:
         height = LINK_SIZE[0] / 2 if floor else n * length + 0.1
-    b = ModelBuilder(timestep=timestep, integrator=integrator)
+    b = ModelBuilder(timestep=timestep, integrator=integrator, **options)
     sx, sy, sz = LINK_SIZE[0], LINK_SIZE[2], LINK_SIZE[1]  # long side along the chain (z)
     inertia = LINK_MASS / 12.0 * np.array([sy**2 + sz**2, sx**2 + sz**2, sx**2 + sy**2])
     parent = "world"

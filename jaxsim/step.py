@@ -1,18 +1,20 @@
 """``step`` and ``rollout``: the simulation loop as a short chain of named stages.
 
-    kinematics -> velocities -> forces (passive, actuators) -> smooth dynamics
-      -> collision -> contact space -> contact impulses (QP) -> integrate
+    kinematics -> forces (passive, actuators) -> smooth dynamics
+      -> constraint stage (collision, rows, penalty forces, the contact model's solve)
+      -> integrate
 
 Semi-implicit Euler: ``v+ = v + dt M^-1 (tau - c) + M^-1 J^T df`` with the impulses
-``df`` of the contact model (``contact/point.py``), then ``q+`` from ``v+``. With RK4
-the impulses are computed once from the Euler prediction and applied as a constant
-generalized force ``J^T df / dt`` over the four stages.
+``df`` of the constraint stage (``contact/stage.py``, whatever the contact model),
+then ``q+`` from ``v+``. With RK4 the smooth dynamics are integrated by RK4 and the
+impulses, computed once from the Euler prediction ``v + dt qacc``, are added at the
+end of the step: to ``v``, and through ``dv dt`` to ``q``.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,13 +22,9 @@ import numpy as np
 
 from jaxsim import dynamics, integrator, linalg
 from jaxsim import math
-from jaxsim.collision.driver import bound_radius, collide
-from jaxsim.collision.pairs import pair_plan
-from jaxsim.contact import point
-from jaxsim.contact.limits import limit_rows, limited_joints
-from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
+from jaxsim.contact.stage import constraint_stage, has_constraints, initial_contact
 from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
-from jaxsim.types import ContactState, JointType, Model, SolverStats, State
+from jaxsim.types import JointType, Model, SolverStats, State
 
 Array = jax.Array
 
@@ -36,17 +34,12 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
     dtype = model.dtype
     as_arr = lambda x, default, n: jnp.broadcast_to(  # noqa: E731
         jnp.asarray(default if x is None else x, dtype), (n,))
-    ncon = pair_plan(model.topo).ncon if model.opt.contact != "none" else 0
-    contact = ContactState(
-        active=jnp.zeros((ncon,), bool), feature=jnp.zeros((ncon,), jnp.int32),
-        ref_g1=jnp.zeros((ncon, 3), dtype), slipping=jnp.zeros((ncon,), bool),
-        impulse=jnp.zeros((ncon, 3), dtype), force_w=jnp.zeros((ncon, 3), dtype),
-        pos_w=jnp.zeros((ncon, 3), dtype), depth=jnp.zeros((ncon,), dtype))
+    contact, carry = initial_contact(model)
     return State(
         q=as_arr(q, model.qpos0, model.nq), v=as_arr(v, 0.0, model.nv),
         act=as_arr(act, 0.0, model.topo.na), time=jnp.zeros((), dtype),
         ctrl=as_arr(ctrl, 0.0, model.nu), qacc=jnp.zeros((model.nv,), dtype),
-        nonfinite=jnp.zeros((), bool), contact=contact,
+        nonfinite=jnp.zeros((), bool), contact=contact, contact_carry=carry,
         solver=SolverStats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype)),
         overflow=jnp.zeros((), jnp.int32))
 
@@ -79,14 +72,34 @@ def _forces(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl:
     return tau, act_dot, body_vel, cdot
 
 
-def _smooth(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
-            qfrc_applied: Array | None, extra_diag):
-    """Mass-matrix Cholesky factor, contact-free qacc and act_dot at the step start."""
-    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied)
+class Smooth(NamedTuple):
+    """The step's smooth dynamics at its start."""
+
+    qacc: Array  # (nv,) contact-free accelerations
+    act_dot: Array  # (na,)
+    mass: Array | None  # (nv, nv) M (+ implicit damping), when the step needs it
+    factor: Any  # its Cholesky factor, or None
+
+
+def _smooth(model: Model, kin: Kinematics, state: State, ctrl: Array, qfrc_applied: Array | None,
+            extra_diag, need_mass: bool) -> Smooth:
+    """Forces and contact-free accelerations at the step's start; with ``need_mass`` also
+    ``M`` and its factor (the constraint stage and the implicit gyroscopic step need
+    them). ``opt.forward_dynamics`` picks how ``qacc`` is computed either way."""
+    q, v = state.q, state.v
+    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, state.act, ctrl, qfrc_applied)
+    if not need_mass and model.opt.forward_dynamics == "aba":
+        return Smooth(dynamics.forward_dynamics_aba(model, kin, v, tau, extra_diag, body_vel, cdot), act_dot, None, None)
     bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
+    if not need_mass:
+        return Smooth(dynamics.forward_dynamics_crba(model, kin, tau, bias, extra_diag), act_dot, None, None)
     m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
     factor = linalg.cho_factor(m)
-    return m, factor, linalg.cho_solve(factor, tau - bias), act_dot
+    if model.opt.forward_dynamics == "aba":
+        qacc = dynamics.forward_dynamics_aba(model, kin, v, tau, extra_diag, body_vel, cdot)
+    else:
+        qacc = linalg.cho_solve(factor, tau - bias)
+    return Smooth(qacc, act_dot, m, factor)
 
 
 @functools.lru_cache(maxsize=64)
@@ -118,55 +131,6 @@ def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
     return linalg.solve(m.at[block].add(model.opt.timestep * d), m @ dv)
 
 
-def speculative_margin(model: Model, kin: Kinematics, v: Array) -> Array:
-    """(ngeom,) m: how far each geom can travel in one step at the velocity ``v``
-    (a bound: speed of its origin plus angular speed times its bounding radius), plus
-    half of ``opt.contact_margin``. Pairs closer than the sum of their two margins get
-    speculative contacts, so a fast fall is stopped at the surface instead of sinking
-    a step's travel into it (which the penetration correction would turn into a
-    bounce: a gymnasium ant at dt = 10 ms jumped 2 m)."""
-    body_vel, _ = body_velocities(model, kin, v)
-    body = np.asarray(model.topo.geom_body)
-    omega, v_ref = body_vel[body, :3], body_vel[body, 3:]
-    v_origin = v_ref + jnp.cross(omega, kin.geom_pos_w - kin.body_ref_w[body])
-    radius = bound_radius(model)
-    radius = jnp.where(jnp.isfinite(radius), radius, 0.0)
-    speed = math.safe_norm(v_origin) + math.safe_norm(omega) * radius
-    return 0.5 * model.opt.contact_margin + model.opt.timestep * speed
-
-
-def _contact(model: Model, kin: Kinematics, state: State, factor, v_free: Array):
-    """Contact stage: (dv (nv,), generalized impulse J^T df (nv,), ContactState,
-    SolverStats, overflow ()).
-
-    With ``opt.max_contacts = K`` (0 < K < ncon) only the K deepest active slots enter
-    the solver (a static-size selection by ``top_k``); active slots beyond K are
-    counted as overflow."""
-    contacts = collide(model, kin, speculative_margin(model, kin, v_free))
-    prev = point.match_previous(model, contacts, state.contact)
-    info = slot_info(model.topo)
-    ncon, k = contacts.active.shape[0], model.opt.max_contacts
-    overflow = contacts.overflow
-    if 0 < k < ncon:
-        _, idx = jax.lax.top_k(jnp.where(contacts.active, contacts.depth, -jnp.inf), k)
-        pick = lambda x: x[idx]  # noqa: E731
-        sub = jax.tree.map(pick, contacts.replace(overflow=jnp.zeros((ncon,), jnp.int32)))
-        prev = jax.tree.map(pick, prev)
-        overflow = overflow + (jnp.sum(contacts.active) - jnp.sum(sub.active)).astype(jnp.int32)
-        geom1, geom2 = jnp.asarray(info.geom1)[idx], jnp.asarray(info.geom2)[idx]
-        body1, body2 = jnp.asarray(info.body1)[idx], jnp.asarray(info.body2)[idx]
-    else:
-        idx, sub = None, contacts
-        geom1, geom2, body1, body2 = info.geom1, info.geom2, info.body1, info.body2
-    limits = limit_rows(model, state.q)
-    jac = contact_jacobian(model, kin, sub, body1, body2).reshape(-1, model.nv)
-    space = contact_space(jnp.concatenate([jac, limits.J]), factor, v_free)
-    df, cstate, stats = point.solve(model, kin, sub, prev, space, state.v, geom1, geom2, limits)
-    if idx is not None:  # back to the full slot buffer
-        cstate = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), state.contact, cstate)
-    return space.Minv_JT @ df, space.J.T @ df, cstate, stats, overflow
-
-
 def step(model: Model, state: State, ctrl: Array | None = None,
          qfrc_applied: Array | None = None) -> State:
     """Advance ``state`` by ``model.opt.timestep`` under control ``ctrl`` (nu,).
@@ -177,43 +141,41 @@ def step(model: Model, state: State, ctrl: Array | None = None,
       ctrl: (nu,) actuator controls (default: the state's last ``ctrl``).
       qfrc_applied: optional (nv,) generalized forces applied over the step.
     """
+    opt, dt = model.opt, model.opt.timestep
     ctrl = state.ctrl if ctrl is None else jnp.asarray(ctrl, state.v.dtype)
-    dt = model.opt.timestep
-    with_contact = model.opt.contact != "none" and (pair_plan(model.topo).ncon > 0
-                                                    or len(limited_joints(model.topo)[0]) > 0)
-    cstate, stats, overflow = state.contact, state.solver, jnp.zeros((), jnp.int32)
-    if model.opt.integrator == "rk4":
-        # RK4 integrates the smooth dynamics; the contact impulse is applied at the end,
-        # to v and (through dv dt) to q, as semi-implicit Euler does: the contact
-        # targets (a gap closed within the step, no further) assume q+ = q + dt v+,
-        # and spreading the impulse over the step let a falling ant sink and bounce
-        f = lambda q, v, a: accelerations(model, q, v, a, ctrl, qfrc_applied)  # noqa: E731
-        qacc, act_dot = f(state.q, state.v, state.act)
-        q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, qacc, act_dot)
-        if with_contact:
-            kin = forward_kinematics(model, state.q)
-            _, factor, qacc_free, _ = _smooth(model, kin, state.q, state.v, state.act, ctrl, qfrc_applied, 0.0)
-            dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc_free)
-            q, v = integrator.integrate_positions(model, q, dv, dt), v + dv
-            qacc = qacc + dv / dt
+    constrained = has_constraints(model)
+    euler = opt.integrator != "rk4"
+    gyroscopic = euler and opt.implicit_gyroscopic and rotation_dofs(model.topo).size > 0
+    extra = dt * model.dof_damping if euler and opt.implicit_damping else 0.0
+
+    kin = forward_kinematics(model, state.q)
+    smooth = _smooth(model, kin, state, ctrl, qfrc_applied, extra, constrained or gyroscopic)
+    if euler:
+        q, v, act = None, state.v + dt * smooth.qacc, integrator.integrate_activations(
+            model, state.act, smooth.act_dot, dt)
     else:
-        extra = dt * model.dof_damping if model.opt.implicit_damping else 0.0
-        gyroscopic = model.opt.implicit_gyroscopic and rotation_dofs(model.topo).size > 0
-        if with_contact or gyroscopic:
-            kin = forward_kinematics(model, state.q)
-            m, factor, qacc, act_dot = _smooth(model, kin, state.q, state.v, state.act, ctrl,
-                                               qfrc_applied, extra)
-            if with_contact:
-                dv, _, cstate, stats, overflow = _contact(model, kin, state, factor, state.v + dt * qacc)
-                qacc = qacc + dv / dt
-            if gyroscopic:
-                qacc = implicit_gyroscopic(model, m, state.v, dt * qacc) / dt
-        else:
-            qacc, act_dot = accelerations(model, state.q, state.v, state.act, ctrl, qfrc_applied, extra)
-        q, v, act = integrator.euler(model, state.q, state.v, state.act, qacc, act_dot)
+        f = lambda q_, v_, a_: accelerations(model, q_, v_, a_, ctrl, qfrc_applied)  # noqa: E731
+        q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, smooth.qacc, smooth.act_dot)
+    dv = jnp.zeros_like(state.v)
+    contact, carry, stats, overflow = state.contact, state.contact_carry, state.solver, jnp.zeros((), jnp.int32)
+    if constrained:
+        # the contact targets assume q+ = q + dt v+ (semi-implicit Euler); under RK4 the
+        # impulse is applied at the end of the step, to v and through dv dt to q:
+        # spread over the stages it let a falling ant sink and bounce
+        res = constraint_stage(model, kin, state, smooth.factor, state.v + dt * smooth.qacc)
+        dv, contact, carry, stats, overflow = res.dv, res.contact, res.carry, res.stats, res.overflow
+    if euler:
+        v = v + dv
+        if gyroscopic:
+            v = state.v + implicit_gyroscopic(model, smooth.mass, state.v, v - state.v)
+        q = integrator.integrate_positions(model, state.q, v, dt)
+        qacc = (v - state.v) / dt
+    else:
+        q, v = integrator.integrate_positions(model, q, dv, dt), v + dv
+        qacc = smooth.qacc + dv / dt
     finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(act))
     return State(q=q, v=v, act=act, time=state.time + dt, ctrl=ctrl, qacc=qacc,
-                 nonfinite=state.nonfinite | ~finite, contact=cstate, solver=stats,
+                 nonfinite=state.nonfinite | ~finite, contact=contact, contact_carry=carry, solver=stats,
                  overflow=state.overflow + overflow)
 
 

@@ -76,6 +76,14 @@ class GeomType(enum.IntEnum):
     HFIELD = 5  # height field: geom_hfield names the grid (static terrain)
 
 
+class ContactMode(enum.IntEnum):
+    """What a geom pair's contacts are (SPEC section 4)."""
+
+    NONE = 0  # not even detected
+    CONSTRAINT = 1  # rows of the selected contact model's solve
+    PENALTY = 2  # a spring-damper force in the smooth dynamics (contact/penalty.py)
+
+
 class DynType(enum.IntEnum):
     """Actuator activation dynamics (MuJoCo's ``mjtDyn`` subset)."""
 
@@ -137,6 +145,11 @@ class Topology:
     eq_obj2: tuple = static()  # -1 for "keep at its reference value"
     eq_name: tuple = static()
     exclude: tuple = static(())  # (body1, body2) pairs whose geoms never collide
+    # the pair table (builder.collision_pairs): every geom pair that may collide, in a
+    # fixed order; its parameters are the Model's pair_* arrays
+    pair_geom1: tuple = static(())
+    pair_geom2: tuple = static(())
+    pair_mode: tuple = static(())  # ContactMode per pair
 
 
 @pytree_dataclass
@@ -148,19 +161,17 @@ class Options:
     density: Array  # () kg/m^3 of the surrounding medium (fluid forces)
     viscosity: Array  # () Pa s of the surrounding medium
     wind: Array  # (3,) m/s, velocity of the medium
-    # contact (SPEC section 2; RoKi-FD defaults)
-    contact_stiffness: Array  # () 1/s, K: penetration / drift correction rate
-    contact_relaxation: Array  # () lambda (dimensionless, see contact/point.py), QP relaxation
-    slip_speed: Array  # () m/s, tangential speed above which a contact point slips
+    # the constraint stage (each contact model's own parameters: Model.contact_params)
     contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
-    max_depenetration_speed: Array  # () m/s (rad/s for hinge limits), cap on the velocity that corrects a penetration
     solver_tol: Array  # () relative tolerance of the contact QP
+    penalty_slip_speed: Array  # () m/s, penalty pairs' friction is viscous below this slip speed
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
     implicit_gyroscopic: bool = static(True)  # Euler: free / ball joints' gyroscopic torque at v+ (MuJoCo: explicit)
     fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
-    contact: str = static("relaxed")  # "relaxed" (SPEC 2), "rigid" (K = lambda = 0) or "none" (no contacts, no joint limits)
+    contact: str = static("relaxed")  # the contact model (jaxsim.contact.MODELS): "relaxed", "rigid", "penalty", ...
+    constraint: bool = static(True)  # False: no contacts and no constraint rows at all (MuJoCo's constraint flag)
     solver_iterations: int = static(500)  # QP iteration cap
     adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
     max_contacts: int = static(0)  # > 0: solve for at most this many (deepest) active slots
@@ -221,6 +232,13 @@ class Model:
     tendon_range: Array  # (ntendon, 2)
     # joint / tendon couplings: x1 - x1_ref = poly(x2 - x2_ref)
     eq_polycoef: Array  # (neq, 5)
+    # the pair table (Topology.pair_geom1/2): per pair, filled from its geoms, overridable
+    pair_friction: Array  # (npair, 2) static and kinetic coefficients
+    pair_restitution: Array  # (npair,)
+    pair_stiffness: Array  # (npair,) N/m, penalty pairs' spring
+    pair_damping: Array  # (npair,) N s/m, penalty pairs' damper
+    # the selected contact model's parameters (its module's Params pytree)
+    contact_params: Any = None
 
     # sizes, re-exported for convenience
     @property
@@ -293,31 +311,33 @@ class Contacts:
 
 @pytree_dataclass
 class ContactState:
-    """Per contact slot, what the point-contact model carries from step to step.
+    """Per contact slot, what the constraint stage applied in the last step, whatever
+    the contact model (``jaxsim.contact_forces`` reads it).
 
     Attributes:
-      active: (ncon,) bool, the slot was in contact after the last step.
+      active: (ncon,) bool, the slot was in contact in the last step.
       feature: (ncon,) int32, its feature id then.
-      ref_g1: (ncon, 3) m, reference point p_ref in geom1's frame (SPEC 2).
-      slipping: (ncon,) bool, the slot slips in the next step (its tangential speed
-        after the last step exceeded ``opt.slip_speed``): kinetic friction.
-      impulse: (ncon, 3) N s, last impulse on geom2 in the contact frame (normal,
-        tangent 1, tangent 2): the QP's warm start.
-      force_w: (ncon, 3) N, last contact force on geom2 (impulse / dt), world frame.
-      pos_w: (ncon, 3) m, where that force acted: the contact point at the start of the
+      pos_w: (ncon, 3) m, where the force acted: the contact point at the start of the
         last step, world frame (0 where inactive).
+      normal_w: (ncon, 3) unit normal from geom1 into geom2 (0 where inactive).
       depth: (ncon,) m, penetration depth at the start of the last step (negative: a
         speculative contact, the shapes that far apart; 0 where inactive).
+      impulse: (ncon, 3) N s, impulse on geom2 over the step in the contact frame
+        (normal, tangent 1, tangent 2): warm starts and the slot's history.
+      force_w: (ncon, 3) N, mean force on geom2 over the step (impulse / dt), world.
+      torque1_w, torque2_w: (ncon, 3) N m, the torques of that force (``-force_w`` on
+        geom1's body) about the centres of mass of geom1's and geom2's bodies, world.
     """
 
     active: Array
     feature: Array
-    ref_g1: Array
-    slipping: Array
+    pos_w: Array
+    normal_w: Array
+    depth: Array
     impulse: Array
     force_w: Array
-    pos_w: Array
-    depth: Array
+    torque1_w: Array
+    torque2_w: Array
 
 
 @pytree_dataclass
@@ -342,6 +362,7 @@ class State:
       qacc: (nv,) generalized accelerations of the last step.
       nonfinite: () bool, set once any q, v or act became NaN/inf; stays set.
       contact: ContactState of the last step.
+      contact_carry: what the contact model carries between steps (its ``init``).
       solver: SolverStats of the last step.
       overflow: () int32, contacts dropped by full contact buffers, summed over steps.
     """
@@ -354,6 +375,7 @@ class State:
     qacc: Array
     nonfinite: Array
     contact: ContactState
+    contact_carry: Any
     solver: SolverStats
     overflow: Array
 

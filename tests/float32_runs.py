@@ -82,7 +82,7 @@ def overlapping_starts(_: str) -> dict:
     _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((steps, 0)))
     depth = jax.jit(jax.vmap(lambda q: diagnostics.penetration(model, jaxsim.forward_kinematics(model, q))))(traj.q)
     speed = np.linalg.norm(np.asarray(traj.v).reshape(steps, 3, 6)[..., :3], axis=-1)
-    return dict(dtype=str(traj.q.dtype), cap=float(model.opt.max_depenetration_speed),
+    return dict(dtype=str(traj.q.dtype), cap=float(model.contact_params.max_depenetration_speed),
                 depth_first=float(np.asarray(depth)[0].max()), depth_last=float(np.asarray(depth)[-1].max()),
                 speed_max=float(speed.max()), nonfinite=bool(traj.nonfinite[-1]))
 

@@ -21,7 +21,7 @@ mujoco = pytest.importorskip("mujoco")
 def humanoid():
     """Contact-free: these tests are about the dynamics under jit / vmap / grad; the
     contact stage's are in test_contact.py (the humanoid falling on the floor there)."""
-    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, contact="none")
+    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, constraints=False)
 
 
 def random_state(model, key, scale=0.3):
@@ -223,7 +223,7 @@ def test_grad_through_rollout_matches_finite_difference():
     contact stage: the chain never touches itself, and contact gradients have their
     own tests in test_contact.py)."""
     model = scenes.pendulum(3, dtype=jnp.float64)
-    model = model.replace(opt=model.opt.replace(contact="none"))
+    model = model.replace(opt=model.opt.replace(constraint=False))
     q0 = scenes.pendulum_initial_q(model, 30.0)
 
     def tip_x(v0):

@@ -17,7 +17,7 @@ from jaxsim.builder import ModelError
 from jaxsim.collision import box_primitives, convex, primitives
 from jaxsim.collision.pairs import pair_plan
 from jaxsim.kinematics import Kinematics
-from jaxsim.types import Contacts, GeomType, Model
+from jaxsim.types import ContactMode, Contacts, GeomType, Model
 
 G = GeomType
 Array = jax.Array
@@ -146,14 +146,22 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
             return margin[g1] + margin[g2]
     parts = []
     for grp in plan.groups:
-        reach = pair_margin(grp.geom1, grp.geom2)
-        depth, pos, normal, feature, valid, ncand = _narrow_phase(
-            model, kin, grp.kind, grp.geom1, grp.geom2, grp.nslot, reach)
-        near = (math.safe_norm(kin.geom_pos_w[grp.geom1] - kin.geom_pos_w[grp.geom2])
-                <= bound[grp.geom1] + bound[grp.geom2] + reach)
-        valid = valid & near[:, None]
-        overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - grp.nslot, 0), 0))
-        ids = lambda g: jnp.asarray(np.repeat(g, grp.nslot), jnp.int32)  # noqa: E731
+        live = np.flatnonzero(grp.mode != ContactMode.NONE)  # static: NONE pairs cost nothing
+        npair, nslot = len(grp.geom1), grp.nslot
+        ids = lambda g: jnp.asarray(np.repeat(g, nslot), jnp.int32)  # noqa: E731
+        valid = jnp.zeros((npair, nslot), bool)
+        pos, normal = jnp.zeros((npair, nslot, 3), dtype), jnp.zeros((npair, nslot, 3), dtype).at[..., 2].set(1.0)
+        depth, feature, overflow = jnp.zeros((npair, nslot), dtype), jnp.zeros((npair, nslot), jnp.int32), 0
+        if live.size:
+            g1, g2 = grp.geom1[live], grp.geom2[live]
+            reach = pair_margin(g1, g2)
+            d, p, n, f, ok, ncand = _narrow_phase(model, kin, grp.kind, g1, g2, nslot, reach)
+            near = (math.safe_norm(kin.geom_pos_w[g1] - kin.geom_pos_w[g2])
+                    <= bound[g1] + bound[g2] + reach)
+            put = lambda full, part: full.at[live].set(part.astype(full.dtype))  # noqa: E731
+            valid, pos, normal = put(valid, ok & near[:, None]), put(pos, p), put(normal, n)
+            depth, feature = put(depth, d), put(feature, f)
+            overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - nslot, 0), 0))
         parts.append((valid.reshape(-1), pos.reshape(-1, 3), normal.reshape(-1, 3),
                       depth.reshape(-1), ids(grp.geom1), ids(grp.geom2),
                       feature.reshape(-1), overflow))
@@ -167,4 +175,4 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     normal = cat(2)
     return Contacts(active=cat(0), pos_w=cat(1), normal_w=normal, depth=cat(3),
                     frame_w=contact_frame(normal), geom1=cat(4), geom2=cat(5), feature=cat(6),
-                    overflow=sum(p[7] for p in parts).astype(jnp.int32))
+                    overflow=jnp.asarray(sum(p[7] for p in parts), jnp.int32))

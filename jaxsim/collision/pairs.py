@@ -1,5 +1,9 @@
 """The static pair table: which geom pairs may collide and how many contact slots each
-gets. Built once per Topology (cached), so the contact buffer size ``ncon`` is static.
+gets. The builder fixes the table (``candidate_pairs`` plus explicit pairs, in that
+order) in the Topology with a ContactMode per pair; ``pair_plan`` groups it by pair
+kind once per Topology (cached), so the contact buffer size ``ncon`` is static. Every
+pair keeps its slots whatever its mode; a ``NONE`` pair's slots stay inactive and cost
+no collision work.
 
 Filtering follows MuJoCo: geoms on bodies welded together (same ``weld`` body: the
 nearest ancestor with a joint, or the world) never collide; a body never collides with
@@ -15,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxsim.types import GeomType, Topology
+from jaxsim.types import ContactMode, GeomType, Topology
 
 G = GeomType
 # contact slots per pair kind (geom1 type <= geom2 type)
@@ -45,6 +49,8 @@ class PairGroup(NamedTuple):
     geom2: np.ndarray  # (npair,)
     slot0: np.ndarray  # (npair,) first contact slot of each pair
     nslot: int  # slots per pair
+    pair: np.ndarray  # (npair,) rows of the pair table
+    mode: np.ndarray  # (npair,) ContactMode
 
 
 class PairPlan(NamedTuple):
@@ -77,27 +83,41 @@ def may_collide(topo: Topology, g1: int, g2: int, weld: np.ndarray) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=64)
-def pair_plan(topo: Topology) -> PairPlan:
+def candidate_pairs(topo: Topology) -> list[tuple[int, int]]:
+    """Every geom pair (geom1, geom2) that passes the filters above, geom1 the one of
+    lower GeomType (MuJoCo's order); plane-plane pairs never collide."""
     weld = weld_bodies(topo)
-    by_kind: dict = {k: [] for k in SLOTS}
-    unsupported = []
+    out = []
     for g1 in range(topo.ngeom):
         for g2 in range(g1 + 1, topo.ngeom):
-            if not may_collide(topo, g1, g2, weld):
-                continue
-            a, b = (g1, g2) if topo.geom_type[g1] <= topo.geom_type[g2] else (g2, g1)
-            kind = (G(topo.geom_type[a]), G(topo.geom_type[b]))
-            if kind in by_kind:
-                by_kind[kind].append((a, b))
-            elif kind != (G.PLANE, G.PLANE):
-                unsupported.append((a, b, kind))
+            if may_collide(topo, g1, g2, weld):
+                a, b = (g1, g2) if topo.geom_type[g1] <= topo.geom_type[g2] else (g2, g1)
+                if (topo.geom_type[a], topo.geom_type[b]) != (G.PLANE, G.PLANE):
+                    out.append((a, b))
+    return out
+
+
+def pair_kind(topo: Topology, g1: int, g2: int) -> tuple:
+    return G(topo.geom_type[g1]), G(topo.geom_type[g2])
+
+
+@functools.lru_cache(maxsize=64)
+def pair_plan(topo: Topology) -> PairPlan:
+    by_kind: dict = {k: [] for k in SLOTS}
+    unsupported = []
+    for p, (a, b, mode) in enumerate(zip(topo.pair_geom1, topo.pair_geom2, topo.pair_mode)):
+        kind = pair_kind(topo, a, b)
+        if kind in by_kind:
+            by_kind[kind].append((a, b, p, mode))
+        elif mode != ContactMode.NONE:
+            unsupported.append((a, b, kind))
     groups, slot = [], 0
     for kind, pairs in by_kind.items():
         if not pairs:
             continue
         n = SLOTS[kind]
         arr = np.asarray(pairs, dtype=np.int32)
-        groups.append(PairGroup(kind, arr[:, 0], arr[:, 1], slot + n * np.arange(len(pairs)), n))
+        groups.append(PairGroup(kind, arr[:, 0], arr[:, 1], slot + n * np.arange(len(pairs)), n,
+                                arr[:, 2], arr[:, 3]))
         slot += n * len(pairs)
     return PairPlan(tuple(groups), slot, tuple(unsupported))

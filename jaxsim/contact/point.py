@@ -1,5 +1,7 @@
 """Point contacts with momentum-level penetration compensation (SPEC section 2; seed
-003, Wakisaka & Sugihara; reference implementation RoKi-FD ``rkfd_vert.c``).
+003, Wakisaka & Sugihara; reference implementation RoKi-FD ``rkfd_vert.c``): the
+contact models ``"relaxed"`` and ``"rigid"`` (``K = lambda = 0``, the paper's
+"macroscopic" variant). Parameters: ``RelaxedParams`` / ``RigidParams``.
 
 Per active slot the contact point ``p`` is geom2's deepest point (``pos - depth/2 n``)
 and ``p_ref`` its reference point on geom1's surface, stored in geom1's frame so that
@@ -32,7 +34,7 @@ and pulled its body towards the surface (a hull rested on five ring vertices wit
 sixth 19 mm inside the floor).
 
 Position correction ``K d``: along the normal ``-K depth`` (the collision's depth), at
-most ``opt.max_depenetration_speed`` (a body started 5 cm inside the floor at dt = 2 ms
+most ``max_depenetration_speed`` (a body started 5 cm inside the floor at dt = 2 ms
 otherwise left at 25 m/s); along the tangents ``K`` times the drift beyond
 ``DRIFT_TOLERANCE`` (10 micrometres), the same cap. The dead band removes the
 pre-stress a sticking point's drift during settling leaves in a statically
@@ -61,7 +63,7 @@ Reference points (per slot, matched to last step's slot of the same pair by feat
 
 Friction (``mu_s`` static, ``mu_k`` kinetic: the larger of the two geoms' values,
 MuJoCo's rule), decided per slot from its tangential speed at the step's start
-against ``opt.slip_speed`` (0.01 m/s, Springhead's V_f):
+against ``slip_speed`` (0.01 m/s, Springhead's V_f):
   * sticking: the static cone ``|f_t| <= mu_s f_n`` inside the QP (RoKi-FD's choice);
     the relaxed solve spreads a face's friction over its points as the cones allow.
   * sliding: the kinetic cone ``|f_t| <= mu_k w(|v_t|) f_n`` with
@@ -86,19 +88,44 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.contact.limits import LimitRows, limited_joints
-from jaxsim.contact.space import ContactSpace, slot_info
-from jaxsim.kinematics import Kinematics, plan
+from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import Rows, row_layout
+from jaxsim.contact.space import ContactSpace
+from jaxsim.kinematics import plan
 from jaxsim.solver import qp
-from jaxsim.types import Contacts, ContactState, Model, SolverStats
+from jaxsim.types import Contacts, Model, SolverStats, pytree_dataclass
 
 Array = jax.Array
 
 DRIFT_TOLERANCE = 1e-5  # m, tangential drift of a sticking point left uncorrected
 
 
+@pytree_dataclass
+class RelaxedParams:
+    contact_stiffness: Array = param(1000.0, "1/s, K: penetration and drift correction rate (capped at 1/dt)")
+    contact_relaxation: Array = param(0.01, "lambda, dimensionless QP relaxation (relaxation_scale)")
+    slip_speed: Array = param(0.01, "m/s, tangential speed above which a point slips (kinetic friction)")
+    max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the correcting velocity")
+
+
+@pytree_dataclass
+class RigidParams:
+    slip_speed: Array = param(0.01, "m/s, tangential speed above which a point slips (kinetic friction)")
+
+
+class PointCarry(NamedTuple):
+    """Per slot, what the point model keeps between steps."""
+
+    ref_g1: Array  # (n, 3) m, reference point p_ref in geom1's frame (SPEC 2)
+    slipping: Array  # (n,) bool, slips in the next step (kinetic friction)
+
+
+def init(model: Model, n: int) -> PointCarry:
+    return PointCarry(jnp.zeros((n, 3), model.dtype), jnp.zeros((n,), bool))
+
+
 class Previous(NamedTuple):
-    """Last step's slot data, re-indexed to this step's slots (matched by feature)."""
+    """Last step's slot data, re-indexed to this step's slots."""
 
     kept: Array  # (m,) bool
     ref_g1: Array  # (m, 3)
@@ -106,38 +133,18 @@ class Previous(NamedTuple):
     impulse: Array  # (m, 3)
 
 
-def match_previous(model: Model, contacts: Contacts, prev: ContactState) -> Previous:
-    """For each active slot, the slot of the same pair that held the same feature last
-    step (slot order within a pair may change with the depth ranking)."""
-    m = contacts.active.shape[0]
-    kept, ref, slip, imp = [], [], [], []
-    for first, npair, nslot in slot_info(model.topo).groups:
-        sl = slice(first, first + npair * nslot)
-        new_f = contacts.feature[sl].reshape(npair, nslot)
-        old_f = prev.feature[sl].reshape(npair, nslot)
-        same = ((new_f[:, :, None] == old_f[:, None, :]) & prev.active[sl].reshape(npair, 1, nslot)
-                & contacts.active[sl].reshape(npair, nslot, 1))
-        same = same & (jnp.cumsum(same, -1) == 1)  # at most one match (feature ids are unique)
-        w = same.astype(prev.ref_g1.dtype)
-        pick = lambda x: jnp.einsum("pij,pj...->pi...", w, x.reshape((npair, nslot) + x.shape[1:]))  # noqa: E731
-        kept.append(jnp.any(same, -1).reshape(-1))
-        ref.append(pick(prev.ref_g1[sl]).reshape(-1, 3))
-        slip.append(pick(prev.slipping[sl].astype(w.dtype)).reshape(-1) > 0.5)
-        imp.append(pick(prev.impulse[sl]).reshape(-1, 3))
-    if not kept:
-        z = prev.ref_g1[:0]
-        return Previous(jnp.zeros((m,), bool), z, jnp.zeros((m,), bool), z)
-    return Previous(jnp.concatenate(kept), jnp.concatenate(ref), jnp.concatenate(slip), jnp.concatenate(imp))
+def _gains(model: Model):
+    """(K, lambda, cap): K capped at 1/dt; all zero for the rigid variant."""
+    p = model.contact_params
+    if not hasattr(p, "contact_stiffness"):  # rigid
+        return 0.0, 0.0, jnp.inf
+    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
+    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
+    return (jnp.minimum(p.contact_stiffness, 1.0 / model.opt.timestep), p.contact_relaxation,
+            p.max_depenetration_speed)
 
 
-def _friction(model: Model, geom1, geom2) -> tuple[Array, Array]:
-    """(m,) static and kinetic coefficients per slot: the larger of the two geoms'."""
-    f = model.geom_friction
-    mu = jnp.maximum(f[geom1], f[geom2])
-    return mu[:, 0], mu[:, 1]
-
-
-def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
+def reference_points(model: Model, kin, contacts: Contacts, prev: Previous,
                      v_rel_w: Array, geom1) -> tuple[Array, Array]:
     """(m, 3) contact points ``p`` (geom2's deepest) and references ``p_ref``, world."""
     dt = model.opt.timestep
@@ -159,13 +166,13 @@ def reference_points(model: Model, kin: Kinematics, contacts: Contacts, prev: Pr
     return p, ref
 
 
-def row_trees(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tuple[Array, np.ndarray, int]:
+def row_trees(model: Model, geom1: Array, geom2: Array) -> tuple[Array, np.ndarray, int]:
     """The kinematic trees of every row and of every degree of freedom.
 
     Returns:
-      (3m + nl, 2) int32 trees (the world is tree 0, then 1.. per tree) of a contact
-      row's two bodies, a limit row's joint's tree twice; (nv,) static tree of every
-      dof; the number of trees including the world.
+      (3m + nr, 2) int32 trees (the world is tree 0, then 1.. per tree) of a contact
+      row's two bodies, a generic row's body twice; (nv,) static tree of every dof;
+      the number of trees including the world.
     """
     p = plan(model.topo)
     root = p.body_root
@@ -174,9 +181,8 @@ def row_trees(model: Model, geom1: Array, geom2: Array, limits: LimitRows) -> tu
     tree_of[root > 0] = np.searchsorted(trees, root[root > 0]) + 1
     geom_tree = jnp.asarray(tree_of[np.asarray(model.topo.geom_body, int)], jnp.int32)
     pair = jnp.stack([geom_tree[geom1], geom_tree[geom2]], -1)
-    ids = limited_joints(model.topo)[0]
-    lim = np.repeat(tree_of[np.asarray(model.topo.jnt_body, int)[ids]][:, None], 2, 1)  # (nl, 2)
-    return (jnp.concatenate([jnp.repeat(pair, 3, 0), jnp.asarray(lim, jnp.int32)]), tree_of[p.dof_body],
+    rows = np.repeat(tree_of[row_layout(model.topo).body][:, None], 2, 1)  # (nr, 2)
+    return (jnp.concatenate([jnp.repeat(pair, 3, 0), jnp.asarray(rows, jnp.int32)]), tree_of[p.dof_body],
             len(trees) + 1)
 
 
@@ -234,74 +240,70 @@ def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, do
     return jnp.where(jnp.isfinite(s_row), s_row, 0.0) + jnp.finfo(dtype).tiny
 
 
-def corrections(model: Model, contacts: Contacts, d: Array, limits: LimitRows, slipping: Array):
+def corrections(model: Model, contacts: Contacts, d: Array, rows: Rows, slipping: Array):
     """Velocity targets of the position errors (module docstring): ((m, 3) per slot,
-    (nl,) per limit row), both m/s (rad/s for hinge limits), to be added to ``b``."""
-    opt = model.opt
-    rigid = opt.contact == "rigid"
-    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
-    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
-    stiffness = 0.0 if rigid else jnp.minimum(opt.contact_stiffness, 1.0 / opt.timestep)
-    depth, cap = contacts.depth, opt.max_depenetration_speed
+    (nr,) per generic row), both m/s (rad/s for hinge limits), to be added to ``b``."""
+    dt = model.opt.timestep
+    stiffness, _, cap = _gains(model)
+    depth = contacts.depth
     # a penetration is pushed out at K depth, at most cap; a gap may close in the step
-    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / opt.timestep)
+    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / dt)
     drift = math.safe_norm(d[:, 1:])
     excess = jnp.maximum(drift - DRIFT_TOLERANCE, 0.0) / jnp.maximum(drift, 1e-30)
     tangential = stiffness * excess[:, None] * d[:, 1:]
     tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
     tangential = jnp.where(slipping[:, None], 0.0, tangential)
-    limit = jnp.where(limits.dist >= 0, limits.dist / opt.timestep, jnp.maximum(stiffness * limits.dist, -cap))
+    limit = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(stiffness * rows.dist, -cap))
     return jnp.concatenate([-push[:, None], tangential], -1), limit
 
 
-def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
-          space: ContactSpace, v: Array, geom1: Array, geom2: Array, limits: LimitRows):
-    """One step of the point-contact model on m slots (all of them, or a selection).
+def friction_mode(model: Model, problem: Problem, active: Array, vt: Array):
+    """Per slot from its tangential speed ``vt`` (m,): (slipping, mu, De Saxce's shift
+    ``mu |v_t|`` on the normal target)."""
+    slip_speed = model.contact_params.slip_speed
+    slipping = active & (vt > slip_speed)
+    mu = jnp.where(slipping, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
+    return slipping, mu, jnp.where(slipping, mu * vt, 0.0)
 
-    Args:
-      contacts: the m slots' contacts.
-      prev: last step's data matched to them (:func:`match_previous`).
-      space: the operators of their 3m rows followed by the limit rows.
-      v: (nv,) generalized velocity at the start of the step.
-      geom1, geom2: (m,) their geom ids.
-      limits: the joint-limit rows (``contact/limits.py``).
 
-    Returns:
-      (impulses (3m + nl,): per slot on geom2 in its contact frame, then per limit
-      row; new ContactState; SolverStats).
-    """
-    opt = model.opt
-    m, nl = contacts.active.shape[0], limits.dist.shape[0]
+def _relaxed_qp(model: Model, problem: Problem, c: Array, mu: Array) -> qp.QP:
+    """The relaxed QP over the 3m slot rows and the nr generic rows (module docstring)."""
+    space, m = problem.space, problem.contacts.active.shape[0]
+    nr = problem.rows.dist.shape[0]
     dtype = space.b.dtype
+    row_active = jnp.concatenate([jnp.repeat(problem.contacts.active, 3), problem.rows.active])
+    row_normal = np.concatenate([np.arange(3 * m) % 3 == 0, np.ones(nr, bool)])
+    _, relax, _ = _gains(model)
+    scale = relaxation_scale(space, row_active, *row_trees(model, problem.slots.geom1, problem.slots.geom2),
+                             row_normal)
+    return qp.QP(space.A + jnp.diag(relax * scale), c,
+                 jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.lower]),
+                 jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.upper]), mu.astype(dtype))
+
+
+def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
+    """One step of the point-contact model on the problem's m slots and nr rows."""
+    opt, space, contacts = model.opt, problem.space, problem.contacts
+    m, nr = contacts.active.shape[0], problem.rows.dist.shape[0]
     active = contacts.active
-    v_rel = (space.J[:3 * m] @ v).reshape(m, 3)  # contact frame, start of step
+    prev = Previous(problem.kept, carry.ref_g1, carry.slipping, problem.prev_impulse)
+    v_rel = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of step
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
-    p, ref = reference_points(model, kin, contacts, prev, v_rel_w, geom1)
+    p, ref = reference_points(model, problem.kin, contacts, prev, v_rel_w, problem.slots.geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
 
     # friction mode from the slip speed at the step's start (module docstring)
-    mu_s, mu_k = _friction(model, geom1, geom2)
-    vt_norm = math.safe_norm(v_rel[:, 1:])
-    slipping = active & (vt_norm > opt.slip_speed)
-    mu = jnp.where(slipping, mu_k, mu_s)
-    shift = jnp.where(slipping, mu * vt_norm, 0.0)  # De Saxce's mu |v_t| on the normal
-
-    correction, limit_correction = corrections(model, contacts, d, limits, slipping)
+    slipping, mu, shift = friction_mode(model, problem, active, math.safe_norm(v_rel[:, 1:]))
+    correction, row_correction = corrections(model, contacts, d, problem.rows, slipping)
     correction = correction.at[:, 0].add(shift)
     c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
-                                   jnp.where(limits.active, limit_correction, 0.0)])
-    row_active = jnp.concatenate([jnp.repeat(active, 3), limits.active])
-    row_normal = np.concatenate([np.arange(3 * m) % 3 == 0, np.ones(nl, bool)])
-    relax = 0.0 if opt.contact == "rigid" else opt.contact_relaxation
-    scale = relaxation_scale(space, row_active, *row_trees(model, geom1, geom2, limits), row_normal)
-    problem = qp.QP(space.A + jnp.diag(relax * scale), c, jnp.zeros_like(c),
-                    jnp.concatenate([jnp.zeros((3 * m,), dtype), jnp.full((nl,), jnp.inf, dtype)]),
-                    mu.astype(dtype))
+                                   jnp.where(problem.rows.active, row_correction, 0.0)])
+    problem_qp = _relaxed_qp(model, problem, c, mu)
     warm = jnp.concatenate([jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1),
-                            jnp.zeros((nl,), dtype)])
+                            jnp.zeros((nr,), c.dtype)])
     solve_qp = lambda pr, x0: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
                                        block=(3, m), adjoint=opt.adjoint)
-    x1, stats1 = solve_qp(problem, warm)
+    x1, stats1 = solve_qp(problem_qp, warm)
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided
     # from the start alone, the cone of an impact depended on whether the point
@@ -309,23 +311,30 @@ def solve(model: Model, kin: Kinematics, contacts: Contacts, prev: Previous,
     # could approach the surface at mu |v_t|. It is skipped (outside vmap) where no
     # mode changed and no shift moved by more than 0.1 slip_speed
     vt_end = math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:])
-    slipping_start, slipping = slipping, active & (vt_end > opt.slip_speed)
-    mu2 = jnp.where(slipping, mu_k, mu_s)
-    shift2 = jnp.where(slipping, mu2 * vt_end, 0.0)
+    slipping2, mu2, shift2 = friction_mode(model, problem, active, vt_end)
     c2 = c.at[:3 * m:3].add(jnp.where(active, shift2 - shift, 0.0))
-    redo = jnp.any(slipping != slipping_start) | jnp.any(jnp.abs(shift2 - shift) > 0.1 * opt.slip_speed)
-    x, stats2 = jax.lax.cond(redo, lambda: solve_qp(problem._replace(g=c2, mu=mu2.astype(dtype)), x1),
-                             lambda: (x1, qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))))
-    stats = qp.Stats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual))
-    df = jnp.where(active[:, None], x[:3 * m].reshape(m, 3), 0.0)
-    df_limit = jnp.where(limits.active, x[3 * m:], 0.0)
+    redo = (jnp.any(slipping2 != slipping)
+            | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.contact_params.slip_speed))
+    zero = qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), c.dtype))
+    x, stats2 = jax.lax.cond(redo, lambda: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x1),
+                             lambda: (x1, zero))
+    return _pack(problem, x, ref, slipping2,
+                 SolverStats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual)))
 
+
+def _pack(problem: Problem, x: Array, ref: Array, slipping: Array, stats: SolverStats) -> Solution:
+    """Impulses masked to the active rows, and the carry for the next step."""
+    contacts, kin, geom1 = problem.contacts, problem.kin, problem.slots.geom1
+    m, active = contacts.active.shape[0], contacts.active
+    df = jnp.where(active[:, None], x[:3 * m].reshape(m, 3), 0.0)
+    df_rows = jnp.where(problem.rows.active, x[3 * m:], 0.0)
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     ref_g1 = jnp.einsum("mji,mj->mi", g1_rot, ref - g1_pos)
-    force_w = jnp.einsum("mij,mi->mj", contacts.frame_w, df) / opt.timestep
-    state = ContactState(active=active, feature=contacts.feature,
-                         ref_g1=jnp.where(active[:, None], ref_g1, 0.0), slipping=slipping,
-                         impulse=df, force_w=force_w,
-                         pos_w=jnp.where(active[:, None], contacts.pos_w, 0.0),
-                         depth=jnp.where(active, contacts.depth, 0.0))
-    return jnp.concatenate([df.reshape(-1), df_limit]), state, SolverStats(stats.iterations, stats.residual)
+    carry = PointCarry(jnp.where(active[:, None], ref_g1, 0.0), slipping)
+    return Solution(jnp.concatenate([df.reshape(-1), df_rows]), carry, stats)
+
+
+register(ContactModel("relaxed", RelaxedParams, init, solve,
+                      "relaxed point contacts with momentum-level penetration compensation (seed 003)"))
+register(ContactModel("rigid", RigidParams, init, solve,
+                      "the same point contacts without relaxation or correction (K = lambda = 0)"))

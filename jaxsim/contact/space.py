@@ -36,6 +36,8 @@ class SlotInfo(NamedTuple):
     body1: np.ndarray
     body2: np.ndarray
     groups: tuple  # ((first slot, npair, nslot), ...) contiguous blocks of one pair kind
+    pair: np.ndarray  # (ncon,) row of the pair table
+    mode: np.ndarray  # (ncon,) ContactMode of that pair
 
 
 @functools.lru_cache(maxsize=64)
@@ -45,7 +47,9 @@ def slot_info(topo: Topology) -> SlotInfo:
     g2 = np.concatenate([np.repeat(g.geom2, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
     body = np.asarray(topo.geom_body)
     groups = tuple((int(g.slot0[0]), len(g.geom1), g.nslot) for g in pp.groups)
-    return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups)
+    per_slot = lambda f: np.concatenate([np.repeat(f(g), g.nslot) for g in pp.groups] or [np.zeros(0, int)])  # noqa: E731
+    return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups,
+                    per_slot(lambda g: g.pair).astype(np.int32), per_slot(lambda g: g.mode).astype(np.int32))
 
 
 def _point_jacobians(model: Model, kin: Kinematics, bodies, point_w: Array) -> Array:

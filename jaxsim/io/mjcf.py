@@ -221,8 +221,13 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
     if flag("mjDSBL_ACTUATION") and m.nu:
         raise ModelError("option flag actuation='disable' is not supported")
     no_spring, no_damper, no_clamp = flag("mjDSBL_SPRING"), flag("mjDSBL_DAMPER"), flag("mjDSBL_CLAMPCTRL")
-    if flag("mjDSBL_CONTACT") or flag("mjDSBL_CONSTRAINT"):
-        opts["contact"] = "none"
+    if flag("mjDSBL_CONTACT"):
+        opts["contact_mode"] = "none"
+    if flag("mjDSBL_CONSTRAINT"):
+        opts["constraints"] = False
+    texts = _custom_texts(m)
+    if "jaxsim:contact" in texts:
+        opts["contact"] = texts["jaxsim:contact"]
     opts.update(options)
     b = ModelBuilder(**opts)
 
@@ -306,4 +311,32 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
                        names[m.eq_obj1id[e]], None if o2 < 0 else names[o2], polycoef=m.eq_data[e, :5])
     for sig in np.asarray(getattr(m, "exclude_signature", [])):
         b.add_exclude(body_names[int(sig) >> 16], body_names[int(sig) & 0xFFFF])
+    gnames = [_name(m, obj.mjOBJ_GEOM, g, "geom") for g in range(m.ngeom)]
+    for p in range(m.npair):  # MuJoCo's pair friction: sliding, then torsional and rolling
+        mu = float(m.pair_friction[p][0])
+        b.add_pair(gnames[m.pair_geom1[p]], gnames[m.pair_geom2[p]], friction=(mu, mu))
+    _contact_modes(b, texts)
     return b.build(dtype)
+
+
+def _custom_texts(m) -> dict:
+    """The model's ``<custom><text name=... data=...>`` elements."""
+    mujoco = _mujoco()
+    out = {}
+    for i in range(m.ntext):
+        adr, size = int(m.text_adr[i]), int(m.text_size[i])
+        out[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TEXT, i)] = bytes(m.text_data[adr:adr + size - 1]).decode()
+    return out
+
+
+def _contact_modes(b: ModelBuilder, texts: dict) -> None:
+    """Contact modes from custom texts, in document order: ``jaxsim:contact_mode`` (the
+    scene), ``jaxsim:contact_mode:BODY`` (its pairs), ``jaxsim:contact_mode:BODY1:BODY2``
+    (that body pair), each with data "constraint", "penalty" or "none"."""
+    for name, data in texts.items():
+        parts = name.split(":")
+        if parts[:2] != ["jaxsim", "contact_mode"]:
+            continue
+        if len(parts) > 4:
+            raise ModelError(f"custom text {name!r}: expected jaxsim:contact_mode[:body1[:body2]]")
+        b.set_contact_mode(data.strip(), *parts[2:])

@@ -8,6 +8,11 @@ with H symmetric positive semi-definite (n, n) and each C_i one of
   * a friction cone ``||(x_1, x_2)|| <= mu x_0`` on a block of three consecutive
     variables (normal, tangent, tangent); the first ``3 * ncone`` variables form the
     cone blocks when ``mu`` has ``ncone`` entries. Cone blocks ignore their bounds.
+    With ``cone="box"`` (static) the blocks are Springhead's friction boxes instead,
+    ``|x_1| <= mu x_0`` and ``|x_2| <= mu x_0`` (a four-sided pyramid).
+
+An optional per-variable ``compliance`` (n,) is added to the diagonal of H (soft
+rows: implicit PD, relaxed resting contacts).
 
 Method (optimistix-style ``init / step / terminate`` on a state pytree, run under
 ``lax.while_loop``): FISTA (Nesterov-accelerated projected gradient) with the
@@ -59,6 +64,7 @@ class QP(NamedTuple):
     lower: Array  # (n,) may be -inf
     upper: Array  # (n,) may be +inf
     mu: Array  # (ncone,) friction coefficients of the cone blocks (may be empty)
+    compliance: Array | None = None  # (n,) added to H's diagonal
 
 
 class Stats(NamedTuple):
@@ -90,13 +96,43 @@ def project_cone(x: Array, mu: Array) -> Array:
     return jnp.where(polar[..., None], 0.0, out)
 
 
-def project(x: Array, lower: Array, upper: Array, mu: Array) -> Array:
+def project_box(x: Array, mu: Array) -> Array:
+    """Euclidean projection of (..., 3) blocks onto ``|x[1]| <= mu x[0], |x[2]| <= mu
+    x[0], x[0] >= 0``. By symmetry it works on ``a = |x[1:]|``: every tangent is free,
+    at ``mu n`` or at 0 (nine active sets, plus the apex); the nearest candidate that
+    is feasible is the projection (each active set's candidate is the projection onto
+    its face, so a feasible one is never nearer than the true projection)."""
+    n, t = x[..., 0], x[..., 1:]
+    a, sign = jnp.abs(t), jnp.where(t < 0, -1.0, 1.0).astype(x.dtype)
+    mu = jnp.asarray(mu, x.dtype)[..., None]
+    tol = 1e-12 if x.dtype == jnp.float64 else 1e-6
+    best, best_d = jnp.zeros_like(x), jnp.full(n.shape, jnp.inf, x.dtype)
+    for s1 in range(3):  # 0 free, 1 at mu n, 2 at zero
+        for s2 in range(3):
+            up = jnp.asarray([s1 == 1, s2 == 1])
+            zero = jnp.asarray([s1 == 2, s2 == 2])
+            n_c = (n + mu[..., 0] * jnp.sum(jnp.where(up, a, 0.0), -1)) / (1.0 + mu[..., 0] ** 2 * jnp.sum(up))
+            a_c = jnp.where(up, mu * n_c[..., None], jnp.where(zero, 0.0, a))
+            scale = 1.0 + jnp.abs(n_c)
+            ok = (n_c >= -tol * scale) & jnp.all((a_c >= -tol * scale[..., None])
+                                                 & (a_c <= mu * n_c[..., None] + tol * scale[..., None]), -1)
+            cand = jnp.concatenate([n_c[..., None], a_c], -1)
+            d = jnp.where(ok, jnp.sum((cand - jnp.concatenate([n[..., None], a], -1)) ** 2, -1), jnp.inf)
+            better = d < best_d
+            best, best_d = jnp.where(better[..., None], cand, best), jnp.where(better, d, best_d)
+    apex = jnp.isinf(best_d)  # nothing feasible but the apex (n < 0 in the polar cone)
+    best = jnp.where(apex[..., None], 0.0, best)
+    return jnp.concatenate([best[..., :1], sign * best[..., 1:]], -1)
+
+
+def project(x: Array, lower: Array, upper: Array, mu: Array, cone: str = "circle") -> Array:
     """Projection onto the product set (module docstring)."""
     ncone = mu.shape[-1]
     boxed = jnp.clip(x[3 * ncone:], lower[3 * ncone:], upper[3 * ncone:])
     if ncone == 0:
         return boxed
-    cones = project_cone(x[: 3 * ncone].reshape(ncone, 3), mu)
+    blocks = x[: 3 * ncone].reshape(ncone, 3)
+    cones = project_box(blocks, mu) if cone == "box" else project_cone(blocks, mu)
     return jnp.concatenate([cones.reshape(-1), boxed])
 
 
@@ -128,14 +164,14 @@ def _scaled(qp: QP, block: int) -> tuple[QP, Array]:
     return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, qp.mu), s
 
 
-def init(qp: QP, x0: Array) -> _Carry:
-    x = project(x0, qp.lower, qp.upper, qp.mu)
+def init(qp: QP, x0: Array, cone: str = "circle") -> _Carry:
+    x = project(x0, qp.lower, qp.upper, qp.mu, cone)
     dtype = x.dtype
     return _Carry(x, x, jnp.ones((), dtype), jnp.zeros((), jnp.int32), jnp.full((), jnp.inf, dtype))
 
 
-def step(qp: QP, eta: Array, c: _Carry, floor: float) -> _Carry:
-    x_new = project(c.y - eta * (qp.H @ c.y + qp.g), qp.lower, qp.upper, qp.mu)
+def step(qp: QP, eta: Array, c: _Carry, floor: float, cone: str = "circle") -> _Carry:
+    x_new = project(c.y - eta * (qp.H @ c.y + qp.g), qp.lower, qp.upper, qp.mu, cone)
     t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * c.t * c.t))
     uphill = jnp.dot(c.y - x_new, x_new - c.x) > 0  # adaptive restart
     t_new = jnp.where(uphill, 1.0, t_new)
@@ -168,34 +204,30 @@ def no_worse_than_zero(qp: QP, x: Array) -> Array:
     return jnp.where(zero_feasible & (xhx > 0), jax.lax.stop_gradient(a) * x, x)
 
 
-def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int) -> tuple[Array, Stats]:
+def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
     eta = 1.0 / _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
     c = jax.lax.while_loop(lambda c: ~terminate(c, tol, max_iter),
-                           lambda c: step(sqp, eta, c, floor), init(sqp, x0 / s))
+                           lambda c: step(sqp, eta, c, floor, cone), init(sqp, x0 / s, cone))
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
-def _fixed_point_map(x: Array, qp: QP, eta: Array) -> Array:
-    return project(x - eta * (qp.H @ x + qp.g), qp.lower, qp.upper, qp.mu)
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
-def _solve_implicit(qp: QP, x0: Array, tol: Array, max_iter: int, block: int):
-    return _run(qp, x0, tol, max_iter, block)
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4, 5))
+def _solve_implicit(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str):
+    return _run(qp, x0, tol, max_iter, block, cone)
 
 
 @_solve_implicit.defjvp
-def _solve_implicit_jvp(max_iter, block, primals, tangents):
+def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
     qp, x0, tol = primals
     dqp = tangents[0]
-    x, stats = _run(qp, x0, tol, max_iter, block)
+    x, stats = _run(qp, x0, tol, max_iter, block, cone)
     x = jax.lax.stop_gradient(x)
     eta = 1.0 / _lipschitz(qp.H)
     # the projection's derivative (cheap: H enters linearly, P is evaluated once)
     z = x - eta * (qp.H @ x + qp.g)
-    proj = lambda z_, lo, up, mu: project(z_, lo, up, mu)  # noqa: E731
+    proj = lambda z_, lo, up, mu: project(z_, lo, up, mu, cone)  # noqa: E731
     n = x.shape[0]
     jac_p = jax.jacfwd(proj)(z, qp.lower, qp.upper, qp.mu)  # (n, n) dP/dz
     dz = -eta * (dqp.H @ x + dqp.g)
@@ -210,17 +242,17 @@ def _solve_implicit_jvp(max_iter, block, primals, tangents):
     return (x, stats), (dx, zeros)
 
 
-def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int) -> tuple[Array, Stats]:
+def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int, cone: str) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
     eta = 1.0 / _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
-    c, _ = jax.lax.scan(lambda c, _: (step(sqp, eta, c, floor), None), init(sqp, x0 / s), None,
+    c, _ = jax.lax.scan(lambda c, _: (step(sqp, eta, c, floor, cone), None), init(sqp, x0 / s, cone), None,
                         length=max_iter)
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
 def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
-          adjoint: str = "implicit") -> tuple[Array, Stats]:
+          adjoint: str = "implicit", cone: str = "circle") -> tuple[Array, Stats]:
     """Solve the QP from the warm start ``x0``.
 
     Args:
@@ -232,13 +264,18 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
         or (size, count): only the first ``count`` blocks (then single variables).
       adjoint: "implicit" (implicit function theorem) or "unrolled" (differentiate
         exactly ``max_iter`` iterations).
+      cone: static, "circle" (friction cones) or "box" (friction boxes).
 
     Returns:
       (x (n,), Stats).
     """
+    if cone not in ("circle", "box"):
+        raise ValueError(f"cone must be 'circle' or 'box', got {cone!r}")
+    if qp.compliance is not None:  # outside the custom rule: gradients flow through H
+        qp = qp._replace(H=qp.H + jnp.diag(qp.compliance), compliance=None)
     if adjoint == "unrolled":
-        return _solve_unrolled(qp, x0, max_iter, block)
+        return _solve_unrolled(qp, x0, max_iter, block, cone)
     if adjoint != "implicit":
         raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
     tol = jnp.asarray(tol, qp.g.dtype)
-    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, max_iter, block)
+    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, max_iter, block, cone)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from jaxsim.contact import query
 from jaxsim.contact.space import slot_info
 from jaxsim.dynamics import energy as _energy
 from jaxsim.kinematics import forward_kinematics
@@ -50,9 +51,10 @@ def _one_env(model: Model, traj: State, env: int | None, who: str) -> tuple[Mode
 
 
 def _slot_normal_force(model: Model, traj: State) -> np.ndarray:
-    """(T, ncon) N, each slot's normal force, 0 where inactive."""
-    fn = np.asarray(traj.contact.impulse)[..., 0] / float(model.opt.timestep)
-    return np.where(np.asarray(traj.contact.active), fn, 0.0)
+    """(T, ncon) N, each slot's normal force (from ``jaxsim.contact_forces``), 0 where
+    inactive."""
+    f = query.contact_forces(model, traj)
+    return np.sum(np.asarray(f.force2_w) * np.asarray(f.normal_w), -1)
 
 
 def _body_index(model: Model, body) -> int:
