@@ -220,7 +220,7 @@ class ModelBuilder:
                  contact_mode: str = "constraint", constraints: bool = True,
                  contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
                  adjoint: str = "implicit", max_contacts: int = 0,
-                 penalty_stiffness: float = 1e5, penalty_damping: float = 300.0,
+                 penalty_stiffness: float = 1e6, penalty_damping: float = 1000.0,
                  penalty_slip_speed: float = 0.01, **contact_params):
         """Scene-wide options.
 

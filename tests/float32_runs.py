@@ -19,6 +19,7 @@ TOPOLOGIES = {  # one topology (one compile) per test; together every pair kind
     "round": ("capsule", "capsule", "sphere", "sphere"),
 }
 SCENES = {"mixed": 40, "polytopes": 20, "round": 40}  # 100 (polytope collision costs most)
+OTHER_MODEL_SCENES = 20  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
 STEPS = 1000  # 0.5-5 s: every scene lands, tumbles and mostly comes to rest
 EVERY = 2  # health checked every 2 steps
 
@@ -33,7 +34,7 @@ def run(kind: str, arg: str = "") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def random_scenes(name: str) -> dict:
+def random_scenes(arg: str) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -42,9 +43,12 @@ def random_scenes(name: str) -> dict:
     from jaxsim import diagnostics, scenes
     from jaxsim.types import batch_models
 
+    name, _, contact = arg.partition(":")
     names = sorted(TOPOLOGIES)
-    seeds = [1000 * names.index(name) + i for i in range(SCENES[name])]
-    built = [scenes.random_drop(TOPOLOGIES[name], s, dtype=jnp.float32) for s in seeds]
+    count = OTHER_MODEL_SCENES if contact else SCENES[name]
+    seeds = [1000 * names.index(name) + i for i in range(count)]
+    options = {"contact": contact} if contact else {}
+    built = [scenes.random_drop(TOPOLOGIES[name], s, dtype=jnp.float32, **options) for s in seeds]
     models = batch_models([m for m, _, _ in built])
     states = jax.vmap(lambda m, q, v: jaxsim.make_state(m, q=q, v=v))(
         models, jnp.stack([q for _, q, _ in built]), jnp.stack([v for _, _, v in built]))

@@ -135,3 +135,36 @@ def test_vmap_float32():
         x32, s32 = solve(p32, jnp.zeros(9, jnp.float32), 1e-6, max_iter=20000, block=3)
         assert x32.dtype == jnp.float32
         np.testing.assert_allclose(x32, x, atol=1e-3)
+
+
+def test_friction_box_projection_is_the_nearest_feasible_point():
+    """project_box against the variational inequality of a projection: for its output
+    p of x and every feasible y, (x - p) . (y - p) <= 0 (checked on random points)."""
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.normal(size=(400, 3)) * 2.0)
+    mu = jnp.asarray(rng.uniform(0.0, 1.5, 400))
+    p = np.asarray(Q.project_box(x, mu))
+    mu_ = np.asarray(mu)
+    assert np.all(p[:, 0] >= -1e-12) and np.all(np.abs(p[:, 1:]) <= mu_[:, None] * p[:, :1] + 1e-12)
+    y_n = rng.uniform(0, 3, (400, 50))
+    y = np.stack([y_n, *(mu_[:, None] * y_n * rng.uniform(-1, 1, (400, 50)) for _ in range(2))], -1)
+    vi = np.einsum("bi,bki->bk", np.asarray(x) - p, y - p[:, None, :])
+    assert vi.max() <= 1e-9
+    inside = np.asarray(Q.project_box(jnp.asarray(y[:, 0]), mu))
+    np.testing.assert_allclose(inside, y[:, 0], atol=1e-12)  # feasible points stay
+
+
+def test_compliance_equals_a_larger_diagonal():
+    rng = np.random.default_rng(4)
+    L = rng.normal(size=(6, 6))
+    H, g = jnp.asarray(L @ L.T), jnp.asarray(rng.normal(size=6))
+    r = jnp.asarray(rng.uniform(0.1, 1.0, 6))
+    lo, up = jnp.zeros(6), jnp.full(6, jnp.inf)
+    a, _ = Q.solve(Q.QP(H, g, lo, up, jnp.zeros(0), r), jnp.zeros(6), 1e-12, max_iter=5000)
+    b, _ = Q.solve(Q.QP(H + jnp.diag(r), g, lo, up, jnp.zeros(0)), jnp.zeros(6), 1e-12, max_iter=5000)
+    np.testing.assert_allclose(a, b, atol=1e-9)
+    da = jax.grad(lambda r: jnp.sum(Q.solve(Q.QP(H, g, lo, up, jnp.zeros(0), r), jnp.zeros(6), 1e-12,
+                                             max_iter=5000)[0] ** 2))(r)
+    db = jax.grad(lambda r: jnp.sum(Q.solve(Q.QP(H + jnp.diag(r), g, lo, up, jnp.zeros(0)), jnp.zeros(6),
+                                             1e-12, max_iter=5000)[0] ** 2))(r)
+    np.testing.assert_allclose(da, db, rtol=1e-6, atol=1e-9)

@@ -32,6 +32,20 @@ def test_random_scenes_float32(name):
     assert np.all(np.asarray(r["slot_ratio"]) <= 1.0), report
 
 
+@pytest.mark.parametrize("contact", ["rigid", "penalty"])
+def test_random_scenes_other_contact_models(contact):
+    """The same checks for the other built-in contact models, on 20 scenes of the
+    topology with every shape (relaxed: the tests above)."""
+    r = run("random", f"mixed:{contact}")
+    assert r["dtype"] == "float32" and len(r["seeds"]) >= 20
+    report = {s: dict(energy=e, bound=b, depth=d, deep_time=t, slot=k) for s, e, b, d, t, k in
+              zip(r["seeds"], r["energy_rise"], r["energy_bound"], r["depth_max"], r["deep_time"], r["slot_ratio"])}
+    assert not any(r["nonfinite"]), report
+    assert np.all(np.asarray(r["energy_rise"]) <= np.asarray(r["energy_bound"])), report
+    assert np.all(np.asarray(r["deep_time"]) <= 0.02 + 1e-6), report
+    assert np.all(np.asarray(r["slot_ratio"]) <= 1.0), report
+
+
 def test_overlapping_starts_separate_at_the_capped_speed():
     """A box started half inside the floor and a sphere half inside a box are pushed
     apart at no more than ``max_depenetration_speed`` (0.5 m/s): the momentum-level

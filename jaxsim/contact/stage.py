@@ -162,7 +162,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
     pen = np.flatnonzero(info.mode == ContactMode.PENALTY)
     if pen.size:  # spring-dampers act as smooth forces: the solve below sees their effect
         problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v, v_free)
-        df = penalty.slot_impulses(model, problem)
+        df, _ = penalty.slot_impulses(model, problem)
         dv = problem.space.Minv_JT @ df.reshape(-1)
         v_free = v_free + dv
         impulse, handled = impulse.at[pen].set(df), handled.at[pen].set(problem.contacts.active)
