@@ -768,7 +768,8 @@ class ModelBuilder:
             stiffness.append(pick("stiffness", self.penalty[0]))
             damping.append(pick("damping", self.penalty[1]))
         topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
-                            pair_mode=tuple(int(m) for m in modes))
+                            pair_mode=tuple(int(m) for m in modes),
+                            pair_geometry=contact_models.get(self.contact).collision)
         n = len(table)
         return topo, dict(pair_friction=np.reshape(friction, (n, 2)), pair_restitution=np.reshape(restitution, (n,)),
                           pair_stiffness=np.reshape(stiffness, (n,)), pair_damping=np.reshape(damping, (n,)))

@@ -150,6 +150,7 @@ class Topology:
     pair_geom1: tuple = static(())
     pair_geom2: tuple = static(())
     pair_mode: tuple = static(())  # ContactMode per pair
+    pair_geometry: str = static("points")  # what slots of polyhedral pairs hold: "points", "polygon", "volume"
 
 
 @pytree_dataclass
@@ -296,6 +297,9 @@ class Contacts:
         edge pair, ...); stable from step to step while that feature stays in contact.
       overflow: () int32, contacts dropped this step because a pair had more candidates
         than slots (the deepest are kept).
+      volume: with ``Topology.pair_geometry == "volume"``, the intersection polyhedron of
+        each slot (``collision.volume.Polyhedron`` batched over slots, padded; empty for
+        slots of non-polyhedral pairs); None otherwise.
     """
 
     active: Array
@@ -307,6 +311,7 @@ class Contacts:
     geom2: Array
     feature: Array
     overflow: Array
+    volume: Any = None
 
 
 @pytree_dataclass
@@ -322,11 +327,12 @@ class ContactState:
       normal_w: (ncon, 3) unit normal from geom1 into geom2 (0 where inactive).
       depth: (ncon,) m, penetration depth at the start of the last step (negative: a
         speculative contact, the shapes that far apart; 0 where inactive).
-      impulse: (ncon, 3) N s, impulse on geom2 over the step in the contact frame
-        (normal, tangent 1, tangent 2): warm starts and the slot's history.
+      impulse: (ncon, R) N s, impulse on geom2 over the step in the contact frame
+        (normal, tangent 1, tangent 2; with R = 6 (``ContactModel.slot_rows``) then the
+        angular impulse, N m s, about the same axes): warm starts and the slot's history.
       force_w: (ncon, 3) N, mean force on geom2 over the step (impulse / dt), world.
       torque1_w, torque2_w: (ncon, 3) N m, the torques of that force (``-force_w`` on
-        geom1's body) about the centres of mass of geom1's and geom2's bodies, world.
+        geom1's body, plus the slot's own couple when R = 6) about the centres of mass of geom1's and geom2's bodies, world.
     """
 
     active: Array

@@ -31,30 +31,38 @@ class FrictionlessParams:
 
 
 def _frictionless_solve(model, problem, carry):
-    """Normal rows and generic rows only, rigid, as one QP over half-lines."""
+    """Normal rows, generic rows and (R = 6) the two tipping rows of each slot, rigid,
+    as one QP over half-lines (normals, rows) and free rows (tipping)."""
     m, nr = problem.contacts.active.shape[0], problem.rows.dist.shape[0]
+    R = (problem.space.b.shape[0] - nr) // max(m, 1)
     dt, space = model.opt.timestep, problem.space
-    sel = np.concatenate([np.arange(0, 3 * m, 3), 3 * m + np.arange(nr)])
+    tip = np.arange(0, R * m, R)[:, None] + np.arange(4, R)[None]  # (m, 0) or (m, 2)
+    sel = np.concatenate([np.arange(0, R * m, R), R * m + np.arange(nr), tip.reshape(-1)])
     depth, dist = problem.contacts.depth, problem.rows.dist
     rate = jnp.minimum(model.contact_params.push_rate, 1 / dt)
     # v_n+ >= rate * depth inside, >= -gap / dt apart; a row: v+ >= -dist / dt before its
-    # limit, >= -rate * dist past it
+    # limit, >= -rate * dist past it; tipping rows: no relative rotation
     push = jnp.concatenate([jnp.where(depth >= 0, rate * depth, depth / dt),
-                            -jnp.where(dist >= 0, dist / dt, rate * dist)])
-    on = jnp.concatenate([problem.contacts.active, problem.rows.active])
+                            -jnp.where(dist >= 0, dist / dt, rate * dist), jnp.zeros(tip.size, dist.dtype)])
+    on = jnp.concatenate([problem.contacts.active, problem.rows.active,
+                          jnp.repeat(problem.contacts.active, tip.shape[1])])
     g = jnp.where(on, space.b[sel] - push, 0.0)
-    x, st = qp.solve(qp.QP(space.A[sel][:, sel], g, jnp.zeros_like(g), jnp.full_like(g, jnp.inf),
+    lower = jnp.concatenate([jnp.zeros(m + nr, g.dtype), jnp.full(tip.size, -jnp.inf, g.dtype)])
+    x, st = qp.solve(qp.QP(space.A[sel][:, sel], g, lower, jnp.full_like(g, jnp.inf),
                            jnp.zeros((0,), g.dtype)), jnp.zeros_like(g), model.opt.solver_tol,
                      max_iter=model.opt.solver_iterations)
     x = jnp.where(on, x, 0.0)
-    out = jnp.zeros(3 * m + nr, g.dtype).at[sel].set(x)
+    out = jnp.zeros(R * m + nr, g.dtype).at[sel].set(x)
     return Solution(out, carry, SolverStats(st.iterations, st.residual))
 
 
+# one on contact-polygon corners, one on intersection volumes (a 6-row wrench per pair)
 register(ContactModel("test_frictionless", FrictionlessParams, lambda model, n: (), _frictionless_solve,
-                      "registered by tests/test_contact_models.py"))
+                      "registered by tests/test_contact_models.py", collision="polygon"))
+register(ContactModel("test_volume", FrictionlessParams, lambda model, n: (), _frictionless_solve,
+                      "registered by tests/test_contact_models.py", collision="volume", slot_rows=6))
 MODELS = sorted(contact.MODELS)
-FRICTIONLESS = {"test_frictionless"}
+FRICTIONLESS = {"test_frictionless", "test_volume"}
 
 
 def cube_model(contact_model, dtype, mass=1.0, **options):

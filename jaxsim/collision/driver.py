@@ -14,8 +14,8 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.builder import ModelError
-from jaxsim.collision import box_primitives, convex, primitives
-from jaxsim.collision.pairs import pair_plan
+from jaxsim.collision import box_primitives, convex, primitives, regions
+from jaxsim.collision.pairs import POLYHEDRAL, pair_plan
 from jaxsim.kinematics import Kinematics
 from jaxsim.types import ContactMode, Contacts, GeomType, Model
 
@@ -79,14 +79,34 @@ _SIGNED = ((G.PLANE, G.SPHERE), (G.PLANE, G.CAPSULE), (G.SPHERE, G.SPHERE), (G.S
            (G.CAPSULE, G.CAPSULE))
 
 
+def _regions(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int, margin):
+    """Polygon corners or volumes of polyhedral pairs (``regions.py``): (slots, Polyhedron
+    or None)."""
+    polygon = model.topo.pair_geometry == "polygon"
+    b, v = _polytopes(model, kin, g2), jax.vmap
+    if kind[0] == G.PLANE:
+        p1, r1 = kin.geom_pos_w[g1], kin.geom_rot_w[g1]
+        if polygon:
+            return v(regions.plane_polygon, (0, 0, 0, None, 0))(p1, r1, b, nslot, margin), None
+        return v(regions.plane_volume)(p1, r1, b, margin)
+    a = _polytopes(model, kin, g1)
+    if polygon:
+        return v(regions.polytope_polygon, (0, 0, None, 0))(a, b, nslot, margin), None
+    return v(regions.polytope_volume)(a, b, margin)
+
+
 def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int,
                   margin=0.0):
+    """Slots of the pairs (g1, g2) of one kind: ((depth, pos, normal, feature, valid,
+    ncand), the pairs' intersection Polyhedron or None)."""
+    if kind in POLYHEDRAL and model.topo.pair_geometry != "points":
+        return _regions(model, kin, kind, g1, g2, nslot, margin)
     out = _narrow_phase_exact(model, kin, kind, g1, g2, nslot, margin)
     if kind in _SIGNED:
         depth, pos, normal, feature, _, _ = out
         valid = depth >= -margin[:, None]
-        return depth, pos, normal, feature, valid, jnp.sum(valid, -1).astype(jnp.int32)
-    return out
+        return (depth, pos, normal, feature, valid, jnp.sum(valid, -1).astype(jnp.int32)), None
+    return out, None
 
 
 def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int,
@@ -144,7 +164,7 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     else:
         def pair_margin(g1, g2):
             return margin[g1] + margin[g2]
-    parts = []
+    parts, polyhedra = [], []
     for grp in plan.groups:
         live = np.flatnonzero(grp.mode != ContactMode.NONE)  # static: NONE pairs cost nothing
         npair, nslot = len(grp.geom1), grp.nslot
@@ -152,16 +172,20 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
         valid = jnp.zeros((npair, nslot), bool)
         pos, normal = jnp.zeros((npair, nslot, 3), dtype), jnp.zeros((npair, nslot, 3), dtype).at[..., 2].set(1.0)
         depth, feature, overflow = jnp.zeros((npair, nslot), dtype), jnp.zeros((npair, nslot), jnp.int32), 0
+        poly = None
         if live.size:
             g1, g2 = grp.geom1[live], grp.geom2[live]
             reach = pair_margin(g1, g2)
-            d, p, n, f, ok, ncand = _narrow_phase(model, kin, grp.kind, g1, g2, nslot, reach)
+            (d, p, n, f, ok, ncand), part_poly = _narrow_phase(model, kin, grp.kind, g1, g2, nslot, reach)
             near = (math.safe_norm(kin.geom_pos_w[g1] - kin.geom_pos_w[g2])
                     <= bound[g1] + bound[g2] + reach)
             put = lambda full, part: full.at[live].set(part.astype(full.dtype))  # noqa: E731
             valid, pos, normal = put(valid, ok & near[:, None]), put(pos, p), put(normal, n)
             depth, feature = put(depth, d), put(feature, f)
             overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - nslot, 0), 0))
+            if part_poly is not None:  # one volume slot per pair
+                poly = jax.tree.map(lambda x: jnp.zeros((npair,) + x.shape[1:], x.dtype).at[live].set(x), part_poly)
+        polyhedra.append((npair * nslot, poly))
         parts.append((valid.reshape(-1), pos.reshape(-1, 3), normal.reshape(-1, 3),
                       depth.reshape(-1), ids(grp.geom1), ids(grp.geom2),
                       feature.reshape(-1), overflow))
@@ -175,4 +199,17 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     normal = cat(2)
     return Contacts(active=cat(0), pos_w=cat(1), normal_w=normal, depth=cat(3),
                     frame_w=contact_frame(normal), geom1=cat(4), geom2=cat(5), feature=cat(6),
-                    overflow=jnp.asarray(sum(p[7] for p in parts), jnp.int32))
+                    overflow=jnp.asarray(sum(p[7] for p in parts), jnp.int32),
+                    volume=_slot_volumes(model, polyhedra, dtype))
+
+
+def _slot_volumes(model: Model, polyhedra: list, dtype):
+    """Contacts.volume: the groups' polyhedra padded to common sizes and concatenated
+    (empty ones for groups without), or None unless slots hold volumes."""
+    if model.topo.pair_geometry != "volume":
+        return None
+    sizes = [(p.face_area.shape[1], p.vert_mask.shape[1]) for _, p in polyhedra if p is not None]
+    nplane, nvert = (max(s[0] for s in sizes), max(s[1] for s in sizes)) if sizes else (0, 0)
+    blocks = [regions.empty_polyhedron(n, nplane, nvert, dtype) if p is None
+              else regions.pad_polyhedron(p, nplane, nvert) for n, p in polyhedra]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *blocks)

@@ -39,6 +39,19 @@ SLOTS = {
     (G.BOX, G.CONVEX): 8,
     (G.CONVEX, G.CONVEX): 8,
 }
+# pairs of polyhedra (a plane as a half-space): their slots hold the contact polygon's
+# corners or one intersection volume when the contact model asks (``regions.py``)
+POLYHEDRAL = ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX), (G.BOX, G.BOX), (G.BOX, G.CONVEX),
+              (G.CONVEX, G.CONVEX))
+POLYGON_CORNERS = 8  # slots per polyhedral pair for "polygon": a box cut obliquely has 6
+GEOMETRIES = ("points", "polygon", "volume")
+
+
+def slots_per_pair(kind: tuple, geometry: str = "points") -> int:
+    """Contact slots of a pair of ``kind`` when slots hold ``geometry``."""
+    if kind in POLYHEDRAL and geometry != "points":
+        return POLYGON_CORNERS if geometry == "polygon" else 1
+    return SLOTS[kind]
 
 
 class PairGroup(NamedTuple):
@@ -115,7 +128,7 @@ def pair_plan(topo: Topology) -> PairPlan:
     for kind, pairs in by_kind.items():
         if not pairs:
             continue
-        n = SLOTS[kind]
+        n = slots_per_pair(kind, topo.pair_geometry)
         arr = np.asarray(pairs, dtype=np.int32)
         groups.append(PairGroup(kind, arr[:, 0], arr[:, 1], slot + n * np.arange(len(pairs)), n,
                                 arr[:, 2], arr[:, 3]))

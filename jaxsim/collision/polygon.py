@@ -28,7 +28,7 @@ from jaxsim.collision.convex import Polytope, separating_axis
 Array = jax.Array
 
 
-def _halfspaces(p: Polytope) -> tuple[Array, Array]:
+def halfspaces(p: Polytope) -> tuple[Array, Array]:
     """(F, 3) normals and (F,) offsets; padded faces repeat the first face, which
     constrains nothing new."""
     normal = jnp.where(p.face_mask[:, None], p.normal, p.normal[0])
@@ -75,8 +75,8 @@ def contact_polygon(a: Polytope, b: Polytope, max_corners: int = 8, tol=None):
       empty polygon (no valid corner, area 0).
     """
     normal, depth, point = contact_plane(a, b)
-    na, da = _halfspaces(a)
-    nb, db = _halfspaces(b)
+    na, da = halfspaces(a)
+    nb, db = halfspaces(b)
     # offsets relative to the plane point keep float32 tolerances small (volume docs)
     normals = jnp.concatenate([na, nb])
     offsets = jnp.concatenate([da, db]) - normals @ point
@@ -88,5 +88,6 @@ def contact_polygon(a: Polytope, b: Polytope, max_corners: int = 8, tol=None):
         area=jnp.where(apart, 0.0, poly.area),
         centroid=poly.centroid + point,
         overflow=jnp.where(apart, 0, poly.overflow),
+        corner_id=poly.corner_id,
     )
     return normal, depth, poly

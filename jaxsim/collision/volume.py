@@ -128,6 +128,8 @@ class Polygon:
       centroid: (3,) m, its area centroid (the plane point if empty).
       overflow: () int32, number of distinct corners dropped because there were more
         than K.
+      corner_id: (K,) int32, the corner's pair of planes as an index into the static
+        list of plane pairs ``(i < j)`` (stable while the same two faces make it).
     """
 
     corners: Array
@@ -135,6 +137,7 @@ class Polygon:
     area: Array
     centroid: Array
     overflow: Array
+    corner_id: Array
 
 
 # ---------------------------------------------------------------------------- half-spaces
@@ -422,7 +425,7 @@ def section(normals: Array, offsets: Array, point: Array, normal: Array,
     # counter-clockwise order about the mean; copies of a corner are adjacent
     mean = _masked_mean(st, feasible)
     order = _angle_order(st[:, 0] - mean[0], st[:, 1] - mean[1], feasible)
-    st, feasible = st[order], feasible[order]
+    st, feasible, line_pair = st[order], feasible[order], order
     area, moment = _fan(st, feasible, mean)
     centroid_st = _safe_div(moment, area, area > tol * tol, mean)
 
@@ -431,7 +434,8 @@ def section(normals: Array, offsets: Array, point: Array, normal: Array,
     copy = (jnp.arange(st.shape[0]) > 0) & (jnp.minimum(gap, gap_first) <= 4 * tol)
     keep = feasible & ~copy
     count = jnp.sum(keep).astype(jnp.int32)
-    kept = st[jnp.argsort(jnp.where(keep, 0, 1), stable=True)]  # kept corners first, in order
+    first = jnp.argsort(jnp.where(keep, 0, 1), stable=True)  # kept corners first, in order
+    kept, kept_id = st[first], line_pair[first]
 
     k = np.arange(max_corners)
     idx = jnp.where(count > max_corners, (k * count) // max_corners, jnp.minimum(k, count - 1))
@@ -443,4 +447,5 @@ def section(normals: Array, offsets: Array, point: Array, normal: Array,
         area=jnp.maximum(area, 0.0),
         centroid=to_world(centroid_st),
         overflow=jnp.maximum(count - max_corners, 0),
+        corner_id=kept_id[jnp.maximum(idx, 0)].astype(jnp.int32),
     )

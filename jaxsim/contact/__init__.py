@@ -21,10 +21,19 @@ module that registers one ``ContactModel``:
     the slot is not this model's), their per-pair parameters (``SlotData``: friction,
     restitution, penalty stiffness and damping, geom and body ids), last step's
     impulses matched to them, the generic rows and the contact space ``v+ = A df + b``
-    of the 3m slot rows (normal, tangent 1, tangent 2) followed by the rows. It
-    returns the impulses of all 3m + nr rows (N s, slot rows on geom2 in the contact
-    frame), the new carry and the solver statistics. The stage turns the impulses
-    into ``dv = M^-1 J^T df``, the per-slot ``ContactState`` and the force query.
+    of the R m slot rows followed by the rows. It returns the impulses of all R m + nr
+    rows (N s, slot rows on geom2 in the contact frame), the new carry and the solver
+    statistics. The stage turns the impulses into ``dv = M^-1 J^T df``, the per-slot
+    ``ContactState`` and the force query.
+  * ``collision``: what the slots of polyhedral pairs (plane, box, convex mesh) hold
+    (``collision/regions.py``): ``"points"`` (vertices, edge crossings), ``"polygon"``
+    (the contact polygon's corners, feature id the face pair making each corner) or
+    ``"volume"`` (one slot per pair, ``Contacts.volume`` its intersection polyhedron).
+    Sphere and capsule pairs always get point slots. The builder fixes the slot layout
+    from it (``Topology.pair_geometry``).
+  * ``slot_rows`` R: 3 (relative linear velocity in the contact frame: normal, tangent
+    1, tangent 2) or 6 (then the relative angular velocity in the same frame, for a
+    wrench: force at the slot point and a torque).
 
 A new model is a new module that calls ``register`` (and, if built in, is imported at
 the bottom of this file); ``step.py`` does not change. Shared pieces: the QP of
@@ -67,14 +76,14 @@ class Problem(NamedTuple):
     contacts: Any  # Contacts of the m slots (inactive where not the model's)
     slots: SlotData
     kept: Array  # (m,) bool, the slot held the same feature last step
-    prev_impulse: Array  # (m, 3) N s, its impulse then (contact frame; 0 if not kept)
+    prev_impulse: Array  # (m, R) N s, its impulse then (contact frame; 0 if not kept)
     rows: Any  # rows.Rows, nr generic rows
-    space: Any  # space.ContactSpace of the 3m slot rows then the nr generic rows
+    space: Any  # space.ContactSpace of the R m slot rows then the nr generic rows
     v: Array  # (nv,) generalized velocity at the step's start
 
 
 class Solution(NamedTuple):
-    impulse: Array  # (3m + nr,) N s (N m s for hinge rows)
+    impulse: Array  # (R m + nr,) N s (N m s for hinge rows and angular slot rows)
     carry: Any
     stats: SolverStats
 
@@ -86,6 +95,15 @@ class ContactModel:
     init: Callable[[Any, int], Any]
     solve: Callable[[Any, Problem, Any], Solution]
     doc: str = ""
+    collision: str = "points"  # what slots of polyhedral pairs hold: "points", "polygon", "volume"
+    slot_rows: int = 3  # rows per slot: 3 (force) or 6 (force, then torque about the slot point)
+
+    def __post_init__(self):
+        if self.collision not in ("points", "polygon", "volume"):
+            raise ValueError(f"contact model {self.name!r}: collision must be 'points', 'polygon' or "
+                             f"'volume', got {self.collision!r}")
+        if self.slot_rows not in (3, 6):
+            raise ValueError(f"contact model {self.name!r}: slot_rows must be 3 or 6, got {self.slot_rows}")
 
 
 MODELS: dict[str, ContactModel] = {}

@@ -61,13 +61,29 @@ def _point_jacobians(model: Model, kin: Kinematics, bodies, point_w: Array) -> A
     return jnp.swapaxes(lin * mask[..., None], 1, 2)
 
 
-def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts, body1, body2) -> Array:
-    """(ncon, 3, nv) Jacobian of geom2's point velocity relative to geom1's, in each
+def _angular_jacobians(model: Model, kin: Kinematics, bodies) -> Array:
+    """(ncon, 3, nv) Jacobians of the world angular velocities of ``bodies`` (ncon,)."""
+    mask = jnp.asarray(plan(model.topo).body_dof, kin.dof_motion.dtype)[bodies]
+    return jnp.swapaxes(kin.dof_motion[None, :, :3] * mask[..., None], 1, 2)
+
+
+def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts, body1, body2,
+                     angular: bool = False) -> Array:
+    """(ncon, R, nv) Jacobian of geom2's point velocity relative to geom1's, in each
     slot's contact frame (rows: normal, tangent 1, tangent 2); zero for inactive slots.
-    ``body1``, ``body2`` (ncon,): the bodies of the slots' geoms."""
+    ``body1``, ``body2`` (ncon,): the bodies of the slots' geoms. ``angular`` (static):
+    R = 6, the relative angular velocity in the same frame follows."""
     j2 = _point_jacobians(model, kin, body2, contacts.pos_w)
     j1 = _point_jacobians(model, kin, body1, contacts.pos_w)
-    jac = jnp.einsum("cij,cjv->civ", contacts.frame_w, j2 - j1)
+    jac = j2 - j1
+    if angular:
+        jac = jnp.concatenate([jac, _angular_jacobians(model, kin, body2) - _angular_jacobians(model, kin, body1)],
+                              1)
+        f = contacts.frame_w
+        frame = jnp.zeros(f.shape[:-2] + (6, 6), f.dtype).at[..., :3, :3].set(f).at[..., 3:, 3:].set(f)
+    else:
+        frame = contacts.frame_w
+    jac = jnp.einsum("cij,cjv->civ", frame, jac)
     return jnp.where(contacts.active[:, None, None], jac, 0.0)
 
 

@@ -46,14 +46,26 @@ def has_constraints(model: Model) -> bool:
     return bool(model.opt.constraint and (live or row_layout(model.topo).n > 0))
 
 
+def contact_model(model: Model) -> models.ContactModel:
+    """The selected contact model, checked against the slot layout the Model was built
+    with (static: a model swapped into ``opt.contact`` after the build may need
+    another layout)."""
+    cmodel = models.get(model.opt.contact)
+    if cmodel.collision != model.topo.pair_geometry:
+        raise ValueError(f"contact model {cmodel.name!r} needs {cmodel.collision!r} contact slots, but the "
+                         f"Model was built with {model.topo.pair_geometry!r} slots: build it with "
+                         f"contact={cmodel.name!r} instead of replacing opt.contact")
+    return cmodel
+
+
 def initial_contact(model: Model) -> tuple[ContactState, Any]:
     """The ContactState and the model's carry before the first step (no contact)."""
-    n, dtype = num_slots(model), model.dtype
+    n, dtype, cmodel = num_slots(model), model.dtype, contact_model(model)
     z3 = jnp.zeros((n, 3), dtype)
     state = ContactState(active=jnp.zeros((n,), bool), feature=jnp.zeros((n,), jnp.int32), pos_w=z3,
-                         normal_w=z3, depth=jnp.zeros((n,), dtype), impulse=z3, force_w=z3,
-                         torque1_w=z3, torque2_w=z3)
-    return state, models.get(model.opt.contact).init(model, n)
+                         normal_w=z3, depth=jnp.zeros((n,), dtype), impulse=jnp.zeros((n, cmodel.slot_rows), dtype),
+                         force_w=z3, torque1_w=z3, torque2_w=z3)
+    return state, cmodel.init(model, n)
 
 
 def speculative_margin(model: Model, kin: Kinematics, v: Array) -> Array:
@@ -110,7 +122,8 @@ def _take(contacts: Contacts, idx) -> Contacts:
     return contacts.replace(active=per_slot(contacts.active), pos_w=per_slot(contacts.pos_w),
                             normal_w=per_slot(contacts.normal_w), depth=per_slot(contacts.depth),
                             frame_w=per_slot(contacts.frame_w), geom1=per_slot(contacts.geom1),
-                            geom2=per_slot(contacts.geom2), feature=per_slot(contacts.feature))
+                            geom2=per_slot(contacts.geom2), feature=per_slot(contacts.feature),
+                            volume=jax.tree.map(per_slot, contacts.volume))
 
 
 def _slot_data(model: Model, idx) -> SlotData:
@@ -122,12 +135,13 @@ def _slot_data(model: Model, idx) -> SlotData:
                     model.pair_stiffness[pair], model.pair_damping[pair])
 
 
-def _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, v, v_free) -> Problem:
+def _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, v, v_free, slot_rows) -> Problem:
     sub, slots = _take(contacts, idx), _slot_data(model, idx)
-    jac = contact_jacobian(model, kin, sub, slots.body1, slots.body2).reshape(-1, model.nv)
+    jac = contact_jacobian(model, kin, sub, slots.body1, slots.body2, slot_rows == 6).reshape(-1, model.nv)
     space = contact_space(jnp.concatenate([jac, rows.J]), factor, v_free)
     keep = kept[idx] & sub.active
-    return Problem(kin, sub, slots, keep, jnp.where(keep[:, None], prev_impulse[idx], 0.0), rows, space, v)
+    prev = jnp.where(keep[:, None], prev_impulse[idx, :slot_rows], 0.0)
+    return Problem(kin, sub, slots, keep, prev, rows, space, v)
 
 
 def _no_rows(rows: Rows) -> Rows:
@@ -149,23 +163,25 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
     ``top_k``); active slots beyond K are counted as overflow.
     """
     info, opt, dtype = slot_info(model.topo), model.opt, v_free.dtype
-    cmodel = models.get(opt.contact)
+    cmodel = contact_model(model)
+    nrow = cmodel.slot_rows
     contacts = collide(model, kin, speculative_margin(model, kin, v_free))
     kept, prev_impulse, carry = match_previous(model, contacts, state.contact, state.contact_carry)
     rows = constraint_rows(model, state.q, v_free)
     n = contacts.active.shape[0]
-    impulse = jnp.zeros((n, 3), dtype)
+    impulse = jnp.zeros((n, nrow), dtype)
     handled = jnp.zeros((n,), bool)
     overflow = contacts.overflow
     dv = jnp.zeros_like(v_free)
 
     pen = np.flatnonzero(info.mode == ContactMode.PENALTY)
     if pen.size:  # spring-dampers act as smooth forces: the solve below sees their effect
-        problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v, v_free)
+        problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v,
+                           v_free, 3)
         df, _ = penalty.slot_impulses(model, problem)
         dv = problem.space.Minv_JT @ df.reshape(-1)
         v_free = v_free + dv
-        impulse, handled = impulse.at[pen].set(df), handled.at[pen].set(problem.contacts.active)
+        impulse, handled = impulse.at[pen, :3].set(df), handled.at[pen].set(problem.contacts.active)
 
     con = np.flatnonzero(info.mode == ContactMode.CONSTRAINT)
     k = opt.max_contacts
@@ -177,11 +193,11 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         idx = con
     stats = models.zero_stats(dtype)
     if con.size or rows.dist.shape[0]:
-        problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free)
+        problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow)
         sol = cmodel.solve(model, problem, jax.tree.map(lambda x: x[idx], carry))
         dv = dv + problem.space.Minv_JT @ sol.impulse
         m = idx.shape[0]
-        impulse = impulse.at[idx].set(sol.impulse[:3 * m].reshape(m, 3))
+        impulse = impulse.at[idx].set(sol.impulse[:nrow * m].reshape(m, nrow))
         handled = handled.at[idx].set(problem.contacts.active)
         carry = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), carry, sol.carry)
         stats = sol.stats
@@ -194,11 +210,13 @@ def _contact_state(model: Model, kin: Kinematics, contacts: Contacts, active: Ar
     """The per-slot record of what was applied (forces and torques for the query)."""
     info = slot_info(model.topo)
     on = active[:, None]
-    force = jnp.where(on, jnp.einsum("mij,mi->mj", contacts.frame_w, impulse), 0.0) / model.opt.timestep
+    world = lambda x: jnp.where(on, jnp.einsum("mij,mi->mj", contacts.frame_w, x), 0.0) / model.opt.timestep  # noqa: E731
+    force = world(impulse[:, :3])
+    couple = world(impulse[:, 3:]) if impulse.shape[1] == 6 else jnp.zeros_like(force)  # a wrench's own torque
     pos = jnp.where(on, contacts.pos_w, 0.0)
     arm = lambda body: pos - kin.body_com_w[np.asarray(body)]  # noqa: E731
     return ContactState(active=active, feature=contacts.feature, pos_w=pos,
                         normal_w=jnp.where(on, contacts.normal_w, 0.0),
                         depth=jnp.where(active, contacts.depth, 0.0), impulse=jnp.where(on, impulse, 0.0),
-                        force_w=force, torque1_w=jnp.where(on, jnp.cross(arm(info.body1), -force), 0.0),
-                        torque2_w=jnp.where(on, jnp.cross(arm(info.body2), force), 0.0))
+                        force_w=force, torque1_w=jnp.where(on, jnp.cross(arm(info.body1), -force) - couple, 0.0),
+                        torque2_w=jnp.where(on, jnp.cross(arm(info.body2), force) + couple, 0.0))
