@@ -19,6 +19,7 @@ each group runs as one ``vmap`` over models and states. Prints failure counts pe
 category and per pair type and writes JSON.
 
     python experiments/robustness.py --scenes 1000 --steps 10000
+    python experiments/robustness.py --contact penalty --out experiments/results/robustness_penalty.json
 
 Each finished group is appended to ``<out>.partial.jsonl``; ``--resume`` skips the
 groups found there, so a long run cut off midway goes on where it stopped.
@@ -81,6 +82,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated shapes: run only this multiset")
     p.add_argument("--resume", action="store_true", help="skip groups already in <out>.partial.jsonl")
     p.add_argument("--first-group", type=int, default=1, help="start at this group (1-based), wrap around")
+    p.add_argument("--contact", default="relaxed", help="contact model (jaxsim.CONTACT_MODELS)")
+    p.add_argument("--contact-mode", default="constraint", choices=["constraint", "penalty"],
+                   help="every pair's mode (penalty: spring-dampers under the selected model)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "robustness.json"))
     args = p.parse_args(argv)
     if args.dtype == "float64":
@@ -97,7 +101,7 @@ def main(argv=None) -> int:
     records = []
     t_start = time.perf_counter()
     run_key = dict(scenes=args.scenes, steps=args.steps, seed=args.seed, dtype=args.dtype,
-                   every=args.every, only=args.only)
+                   every=args.every, only=args.only, contact=args.contact, contact_mode=args.contact_mode)
     partial = args.out + ".partial.jsonl"
     done = {}
     if args.resume and os.path.exists(partial):
@@ -124,7 +128,8 @@ def main(argv=None) -> int:
         n_records = len(records)
         fails_before = collections.Counter(fails)
         pairs_before = {k: collections.Counter(v) for k, v in by_pair.items()}
-        model, models, h, final, tc, tr = run_group(sh, seeds, args.steps, dtype, args.every, {})
+        model, models, h, final, tc, tr = run_group(sh, seeds, args.steps, dtype, args.every,
+                                                         dict(contact=args.contact, contact_mode=args.contact_mode))
         bound = np.asarray(diagnostics.energy_bound(models, h))
         h = jax.tree.map(np.asarray, h)
         g1, g2 = diagnostics.pair_geoms(model)
