@@ -117,6 +117,14 @@ def match_previous(model: Model, contacts: Contacts, prev: ContactState, carry: 
     return jnp.concatenate(parts_kept), impulse, carry
 
 
+def _static_index(idx: np.ndarray):
+    """A contiguous static slot index as a slice: slicing instead of a gather or a
+    scatter (measurable at batch 1 on small scenes)."""
+    if idx.size and np.all(np.diff(idx) == 1):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 def _take(contacts: Contacts, idx) -> Contacts:
     per_slot = lambda x: x[idx]  # noqa: E731
     return contacts.replace(active=per_slot(contacts.active), pos_w=per_slot(contacts.pos_w),
@@ -175,7 +183,8 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
     dv = jnp.zeros_like(v_free)
 
     pen = np.flatnonzero(info.mode == ContactMode.PENALTY)
-    if pen.size:  # spring-dampers act as smooth forces: the solve below sees their effect
+    if pen.size:
+        pen = _static_index(pen)  # spring-dampers act as smooth forces: the solve below sees their effect
         problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v,
                            v_free, 3)
         df, _ = penalty.slot_impulses(model, problem)
@@ -190,13 +199,13 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         idx = jnp.asarray(con)[pick]
         overflow = overflow + (jnp.sum(contacts.active[con]) - jnp.sum(contacts.active[idx])).astype(jnp.int32)
     else:
-        idx = con
+        idx = _static_index(con)
     stats = models.zero_stats(dtype)
     if con.size or rows.dist.shape[0]:
         problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow)
         sol = cmodel.solve(model, problem, jax.tree.map(lambda x: x[idx], carry))
         dv = dv + problem.space.Minv_JT @ sol.impulse
-        m = idx.shape[0]
+        m = problem.contacts.active.shape[0]
         impulse = impulse.at[idx].set(sol.impulse[:nrow * m].reshape(m, nrow))
         handled = handled.at[idx].set(problem.contacts.active)
         carry = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), carry, sol.carry)
