@@ -86,7 +86,8 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
     about = lambda n, d: d - n @ origin  # noqa: E731  planes about a nearby origin (float32)
     poly = volume.intersect(normals_a, about(normals_a, offsets_a), normals_b, about(normals_b, offsets_b))
     poly = poly.replace(vert=poly.vert + origin, face_centroid=poly.face_centroid + origin,
-                        centroid=poly.centroid + origin)
+                        centroid=poly.centroid + origin, face_point=poly.face_point + origin,
+                        edge_start=poly.edge_start + origin, edge_stop=poly.edge_stop + origin)
     owned = (poly.face_owner == 0)[:, None]
     weighted = jnp.sum(jnp.where(owned, poly.face_area[:, None] * poly.face_normal, 0.0), 0)
     projected = jnp.sqrt(jnp.sum(weighted ** 2))
@@ -125,9 +126,14 @@ def pad_polyhedron(poly: volume.Polyhedron, nplane: int, nvert: int) -> volume.P
         widths[axis] = (0, size - x.shape[axis])
         return jnp.pad(x, widths)
 
+    def pad2(x):  # (n, P, P, ...) -> (n, nplane, nplane, ...)
+        return pad(pad(x, nplane, 1), nplane, 2)
+
     return poly.replace(vert=pad(poly.vert, nvert), vert_mask=pad(poly.vert_mask, nvert),
                         face_normal=pad(poly.face_normal, nplane), face_owner=pad(poly.face_owner, nplane),
-                        face_area=pad(poly.face_area, nplane), face_centroid=pad(poly.face_centroid, nplane))
+                        face_area=pad(poly.face_area, nplane), face_centroid=pad(poly.face_centroid, nplane),
+                        face_point=pad(poly.face_point, nplane), edge_start=pad2(poly.edge_start),
+                        edge_stop=pad2(poly.edge_stop), edge_mask=pad2(poly.edge_mask))
 
 
 def empty_polyhedron(n: int, nplane: int, nvert: int, dtype) -> volume.Polyhedron:
@@ -136,4 +142,6 @@ def empty_polyhedron(n: int, nplane: int, nvert: int, dtype) -> volume.Polyhedro
     return volume.Polyhedron(vert=z(nvert, 3), vert_mask=jnp.zeros((n, nvert), bool), face_normal=z(nplane, 3),
                              face_owner=jnp.zeros((n, nplane), jnp.int32), face_area=z(nplane),
                              face_centroid=z(nplane, 3), volume=z(), centroid=z(3),
-                             valid=jnp.zeros((n,), bool))
+                             valid=jnp.zeros((n,), bool), face_point=z(nplane, 3),
+                             edge_start=z(nplane, nplane, 3), edge_stop=z(nplane, nplane, 3),
+                             edge_mask=jnp.zeros((n, nplane, nplane), bool))

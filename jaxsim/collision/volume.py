@@ -103,6 +103,11 @@ class Polyhedron:
       centroid: (3,) m, volume centroid (the mean of the valid vertices if the volume
         is 0, zeros if there are none).
       valid: () bool, ``volume > 0``.
+      face_point: (P, 3) m, a point of each face (the mean of its edges' end points).
+      edge_start, edge_stop: (P, P, 3) m, the edge of face i on plane j, counter-
+        clockwise about ``face_normal[i]``: face i is the fan of triangles
+        ``(face_point[i], edge_start[i, j], edge_stop[i, j])`` over the edges.
+      edge_mask: (P, P) bool, the edges of the faces that carry area.
     """
 
     vert: Array
@@ -114,6 +119,10 @@ class Polyhedron:
     volume: Array
     centroid: Array
     valid: Array
+    face_point: Array
+    edge_start: Array
+    edge_stop: Array
+    edge_mask: Array
 
 
 @pytree_dataclass
@@ -291,7 +300,8 @@ def _solve3(normals: Array, offsets: Array, tri: np.ndarray, eps_det: float):
 
 
 def _faces(normals: Array, vert: Array, vert_mask: Array, index: np.ndarray, tol: Array):
-    """Area (P,) and area centroid (P, 3) of every face polygon, without sorting.
+    """Area (P,) and area centroid (P, 3) of every face polygon, without sorting, and
+    its fan: the face point (P, 3), edge end points (P, P, 3) twice and edge mask (P, P).
 
     The edge of face i on plane j joins the extreme valid vertices of the triples
     {i, j, k} along ``n_i x n_j`` (counter-clockwise about ``n_i``); the face is the fan
@@ -319,7 +329,7 @@ def _faces(normals: Array, vert: Array, vert_mask: Array, index: np.ndarray, tol
     tri = jnp.where(edge, 0.5 * jnp.sum(jnp.cross(a, b) * normals[:, None], -1), 0.0)  # (P, P)
     area = jnp.sum(tri, -1)
     moment = jnp.einsum("ij,ijc->ic", tri, a + b) / 3.0 + area[:, None] * centre
-    return area, _safe_div(moment, area, area > tol * tol, centre)
+    return area, _safe_div(moment, area, area > tol * tol, centre), (centre, start, stop, edge)
 
 
 def intersect(normals_a: Array, offsets_a: Array, normals_b: Array, offsets_b: Array,
@@ -349,7 +359,7 @@ def intersect(normals_a: Array, offsets_a: Array, normals_b: Array, offsets_b: A
     vert_mask = ok & jnp.all(jnp.abs(resid_own) <= tol, -1) & jnp.all(resid <= tol, -1)
 
     # 2. face polygons
-    area, face_centroid = _faces(normals, vert, vert_mask, index, tol)
+    area, face_centroid, (face_point, start, stop, edge) = _faces(normals, vert, vert_mask, index, tol)
 
     # 3. coincident same-side planes share one face: the largest (then the first) keeps it
     on = jnp.abs(normals @ face_centroid.T - offsets[:, None]) <= 2 * tol  # [i, j]: c_j on plane i
@@ -375,6 +385,10 @@ def intersect(normals_a: Array, offsets_a: Array, normals_b: Array, offsets_b: A
         volume=jnp.where(valid, volume, 0.0),
         centroid=centroid,
         valid=valid,
+        face_point=face_point,
+        edge_start=start,
+        edge_stop=stop,
+        edge_mask=edge & (area > 0)[:, None],
     )
 
 
