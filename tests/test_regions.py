@@ -124,7 +124,7 @@ def test_polygon_corner_features_follow_the_corners():
 def test_volume_slots_against_closed_forms():
     """One slot per polyhedral pair: a flat box sunk d (V = 4 a^2 d, centroid d / 2 deep,
     depth d), a box on an edge (45 degrees, sunk d: a triangular prism, V = 2 a d^2,
-    centroid d / 3 deep, mean thickness d / 2), two overlapping boxes (V a product of
+    centroid d / 3 deep, depth d), two overlapping boxes (V a product of
     overlaps, normal the area-weighted mean of geom1's bounding faces), a box 0.5 mm above the floor (speculative: depth
     -0.5 mm, point midway), and a ball that keeps its point slot with an empty volume."""
     model = scene("volume", ball=True)
@@ -154,11 +154,11 @@ def test_volume_slots_against_closed_forms():
     # the bottom box's faces bounding it: its top (0.07 x 0.08), +x (0.08 x 0.01), +y (0.07 x 0.01)
     weighted = np.array([0.08 * 0.01, 0.07 * 0.01, 0.07 * 0.08])
     np.testing.assert_allclose(np.asarray(out.normal_w[0, j]), weighted / np.linalg.norm(weighted), atol=1e-12)
-    np.testing.assert_allclose(float(out.depth[0, j]), 0.07 * 0.08 * 0.01 / np.linalg.norm(weighted), rtol=1e-9)
+    np.testing.assert_allclose(float(out.depth[0, j]), 0.01, rtol=1e-9)  # least overlap, along z
     # edge down
     np.testing.assert_allclose(float(vol.volume[1, i]), 2 * A * d * d, rtol=1e-9)
     np.testing.assert_allclose(np.asarray(out.pos_w[1, i]), [0, 0, -d / 3], atol=1e-12)
-    np.testing.assert_allclose(float(out.depth[1, i]), d / 2, rtol=1e-9)
+    np.testing.assert_allclose(float(out.depth[1, i]), d, rtol=1e-9)
     # speculative
     assert bool(out.active[2, i])
     np.testing.assert_allclose(float(out.depth[2, i]), -5e-4, rtol=1e-9)

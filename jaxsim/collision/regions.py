@@ -12,8 +12,8 @@ A contact model declares the geometry its slots hold (``ContactModel.collision``
 * ``"volume"``: one slot per pair holding the intersection polyhedron
   (``volume.intersect``) for the contact-volume wrench (SPEC section 3). The slot's
   normal is the area-weighted mean of geom1's faces that bound the intersection (they
-  point from geom1 into geom2), its point the volume's centroid and its depth the mean
-  thickness, volume over projected area.
+  point from geom1 into geom2), its point the volume's centroid and its depth the
+  overlap along the separating axis, as for the polygon.
 
 Sphere and capsule pairs have no polyhedron and keep their point routines in every
 geometry. Each function returns what the point routines return, ``(depth (k,), pos_w
@@ -94,11 +94,10 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
     ok = poly.valid & (projected > 0)
     safe = jnp.where(ok, projected, 1.0)
     n = jnp.where(ok, weighted / safe, normal)
-    d = jnp.where(ok & (shift == 0), poly.volume / safe, depth)
     pos = poly.centroid + 0.5 * shift * normal
     near = depth >= -margin
     one = lambda x: x[None]  # noqa: E731
-    return (one(d), one(pos), one(n), jnp.zeros((1,), jnp.int32), one(near), near.astype(jnp.int32)), poly
+    return (one(depth), one(pos), one(n), jnp.zeros((1,), jnp.int32), one(near), near.astype(jnp.int32)), poly
 
 
 def plane_volume(plane_pos: Array, plane_rot: Array, b: Polytope, margin=0.0):

@@ -165,4 +165,4 @@ def zero_stats(dtype) -> SolverStats:
 
 
 # built-in models register themselves on import
-from jaxsim.contact import penalty, point  # noqa: E402,F401
+from jaxsim.contact import penalty, point, volume  # noqa: E402,F401
