@@ -333,6 +333,9 @@ class ContactState:
       force_w: (ncon, 3) N, mean force on geom2 over the step (impulse / dt), world.
       torque1_w, torque2_w: (ncon, 3) N m, the torques of that force (``-force_w`` on
         geom1's body, plus the slot's own couple when R = 6) about the centres of mass of geom1's and geom2's bodies, world.
+      cop_w: (ncon, 3) m, the centre of pressure: where the slot's force acts (the
+        contact point, or for a 6-row wrench slot the point of its plane through which
+        force plus couple act as one force; world, 0 where inactive).
     """
 
     active: Array
@@ -344,6 +347,7 @@ class ContactState:
     force_w: Array
     torque1_w: Array
     torque2_w: Array
+    cop_w: Array
 
 
 @pytree_dataclass

@@ -32,6 +32,7 @@ class ContactForces(NamedTuple):
     torque1_w: Array  # (ncon, 3) N m on body1 about its centre of mass
     force2_w: Array  # (ncon, 3) N on body2
     torque2_w: Array  # (ncon, 3) N m on body2 about its centre of mass
+    cop_w: Array  # (ncon, 3) m, centre of pressure (the contact point, or a wrench slot's)
 
 
 def contact_forces(model: Model, state: State) -> ContactForces:
@@ -41,7 +42,7 @@ def contact_forces(model: Model, state: State) -> ContactForces:
     body1 = jnp.asarray(info.body1[:n], jnp.int32)
     body2 = jnp.asarray(info.body2[:n], jnp.int32)
     return ContactForces(c.active, body1, body2, c.pos_w, c.normal_w, -c.force_w, c.torque1_w,
-                         c.force_w, c.torque2_w)
+                         c.force_w, c.torque2_w, c.cop_w)
 
 
 def body_contact_wrench(model: Model, state: State, body: int | str) -> tuple[Array, Array]:

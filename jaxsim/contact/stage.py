@@ -64,7 +64,7 @@ def initial_contact(model: Model) -> tuple[ContactState, Any]:
     z3 = jnp.zeros((n, 3), dtype)
     state = ContactState(active=jnp.zeros((n,), bool), feature=jnp.zeros((n,), jnp.int32), pos_w=z3,
                          normal_w=z3, depth=jnp.zeros((n,), dtype), impulse=jnp.zeros((n, cmodel.slot_rows), dtype),
-                         force_w=z3, torque1_w=z3, torque2_w=z3)
+                         force_w=z3, torque1_w=z3, torque2_w=z3, cop_w=z3)
     return state, cmodel.init(model, n)
 
 
@@ -228,4 +228,14 @@ def _contact_state(model: Model, kin: Kinematics, contacts: Contacts, active: Ar
                         normal_w=jnp.where(on, contacts.normal_w, 0.0),
                         depth=jnp.where(active, contacts.depth, 0.0), impulse=jnp.where(on, impulse, 0.0),
                         force_w=force, torque1_w=jnp.where(on, jnp.cross(arm(info.body1), -force) - couple, 0.0),
-                        torque2_w=jnp.where(on, jnp.cross(arm(info.body2), force) + couple, 0.0))
+                        torque2_w=jnp.where(on, jnp.cross(arm(info.body2), force) + couple, 0.0),
+                        cop_w=_centre_of_pressure(pos, contacts.normal_w, force, couple, on))
+
+
+def _centre_of_pressure(pos: Array, normal: Array, force: Array, couple: Array, on: Array) -> Array:
+    """Where force plus couple act as one force in the slot's plane: ``pos + n x tau /
+    f_n`` (the couple's torsion about n is left out); ``pos`` without a normal force."""
+    fn = jnp.sum(force * normal, -1, keepdims=True)
+    ok = fn > 1e-12
+    offset = jnp.cross(normal, couple) / jnp.where(ok, fn, 1.0)
+    return jnp.where(on, pos + jnp.where(ok, offset, 0.0), 0.0)
