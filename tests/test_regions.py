@@ -14,6 +14,7 @@ import jaxsim
 from jaxsim import ModelBuilder, contact, math
 from jaxsim.collision.driver import collide
 from jaxsim.collision.regions import SLIVER
+from jaxsim.contact.space import slot_info
 from jaxsim.kinematics import forward_kinematics
 
 A = 0.05  # box half size, m
@@ -49,7 +50,6 @@ def _collide(model, qs, margin=0.0):
 
 
 def _floor_slots(model):
-    from jaxsim.contact.space import slot_info
     info = slot_info(model.topo)
     return np.flatnonzero((info.geom1 == model.geom_id("floor")) & (info.geom2 == model.geom_id("box")))
 
@@ -105,7 +105,6 @@ def test_polygon_corner_features_follow_the_corners():
     before = _q((0, 0, 0.05), (1, 0, 0, 0), (0.02, 0.01, 0.1495), (c, 0, 0, s))
     after = _q((0, 0, 0.05), (1, 0, 0, 0), (0.021, 0.011, 0.1494), (np.cos(0.205), 0, 0, np.sin(0.205)))
     out = _collide(model, [before, after])
-    from jaxsim.contact.space import slot_info
     info = slot_info(model.topo)
     boxes = np.flatnonzero((info.geom1 == model.geom_id("box")) & (info.geom2 == model.geom_id("top")))
     corners = []
@@ -134,7 +133,6 @@ def test_volume_slots_against_closed_forms():
           _q((0, 0, A * np.sqrt(2) - d), (c45, np.sin(np.pi / 8), 0, 0), nq=21),
           _q((0, 0, A + 5e-4), (1, 0, 0, 0), nq=21)]
     out = _collide(model, qs, margin=1e-3)
-    from jaxsim.contact.space import slot_info
     info = slot_info(model.topo)
     geom = model.geom_id
     floor_box = np.flatnonzero((info.geom1 == geom("floor")) & (info.geom2 == geom("box")))

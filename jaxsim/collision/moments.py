@@ -37,14 +37,6 @@ from jaxsim.collision.volume import Polyhedron
 Array = jax.Array
 
 
-def _skew(x: Array) -> Array:
-    """(..., 3, 3) cross-product matrices ``[x x]``."""
-    z = jnp.zeros_like(x[..., 0])
-    return jnp.stack([jnp.stack([z, -x[..., 2], x[..., 1]], -1),
-                      jnp.stack([x[..., 2], z, -x[..., 0]], -1),
-                      jnp.stack([-x[..., 1], x[..., 0], z], -1)], -2)
-
-
 def _projected(x: Array, normal: Array, origin: Array):
     """Heights (..., 3) above the plane and projections (..., 3, 3) relative to ``origin``."""
     rel = x - origin
@@ -61,11 +53,11 @@ def _q_terms(p: Array, area: Array) -> Array:
     """Sum over triangles of their Q (6, 6): ``p`` (T, 3, 3) projected vertices."""
     pc = jnp.mean(p, -2)  # (T, 3)
     pm = 0.5 * (p + jnp.roll(p, -1, axis=-2))  # (T, 3 edges, 3)
-    sq = _skew(pm)
+    sq = math.skew(pm)
     second = jnp.mean(sq @ sq, -3)  # (T, 3, 3)
     eye = jnp.eye(3, dtype=p.dtype)
-    block = jnp.concatenate([jnp.concatenate([jnp.broadcast_to(eye, second.shape), -_skew(pc)], -1),
-                             jnp.concatenate([_skew(pc), -second], -1)], -2)
+    block = jnp.concatenate([jnp.concatenate([jnp.broadcast_to(eye, second.shape), -math.skew(pc)], -1),
+                             jnp.concatenate([math.skew(pc), -second], -1)], -2)
     return jnp.einsum("t,tij->ij", area, block)
 
 

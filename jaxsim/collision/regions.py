@@ -42,16 +42,17 @@ SLIVER = 1e-4  # m, overlap at which a touching or speculative pair's region is 
 
 
 def _lowest(plane_pos: Array, plane_rot: Array, b: Polytope):
-    """Plane normal (3,), height (m) of b's lowest vertex above the plane."""
+    """Plane normal (3,), height (m) of b's lowest vertex above the plane, its index."""
     n = plane_rot[:, 2]
     height = jnp.where(b.vert_mask, (b.vert - plane_pos) @ n, jnp.inf)
-    return n, jnp.min(height)
+    lowest = jnp.argmin(height)
+    return n, height[lowest], lowest
 
 
 def plane_polygon(plane_pos: Array, plane_rot: Array, b: Polytope, nslot: int, margin=0.0):
     """Corners of the section of polytope ``b`` by the plane midway between the plane
     geom's surface and ``b``'s lowest point (the contact polygon of a half-space)."""
-    n, low = _lowest(plane_pos, plane_rot, b)
+    n, low, _ = _lowest(plane_pos, plane_rot, b)
     depth = -low
     cut = low + 0.5 * jnp.maximum(depth, SLIVER)
     normals, offsets = halfspaces(b)
@@ -102,9 +103,8 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
 
 def plane_volume(plane_pos: Array, plane_rot: Array, b: Polytope, margin=0.0):
     """The intersection of polytope ``b`` with the plane geom's half-space."""
-    n, low = _lowest(plane_pos, plane_rot, b)
+    n, low, lowest = _lowest(plane_pos, plane_rot, b)
     nb, db = halfspaces(b)
-    lowest = jnp.argmin(jnp.where(b.vert_mask, (b.vert - plane_pos) @ n, jnp.inf))
     return _volume_slot(n[None], (n @ plane_pos)[None], nb, db, n, -low, b.vert[lowest], margin)
 
 

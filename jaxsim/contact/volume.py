@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import math
 from jaxsim.collision import moments
 from jaxsim.collision import volume as geometry
 from jaxsim.collision.regions import SLIVER
@@ -71,16 +72,10 @@ def init(model: Model, n: int) -> VolumeCarry:
     return VolumeCarry(jnp.zeros((n, 2), model.dtype))
 
 
-def _skew(x: Array) -> Array:
-    z = jnp.zeros_like(x[..., 0])
-    return jnp.stack([jnp.stack([z, -x[..., 2], x[..., 1]], -1), jnp.stack([x[..., 2], z, -x[..., 0]], -1),
-                      jnp.stack([-x[..., 1], x[..., 0], z], -1)], -2)
-
-
 def _to_slot(frame: Array, delta: Array) -> Array:
     """(6, 6) map from a slot's 6 rows (contact frame at the slot point) to the world
     twist (linear, angular) at the point ``slot + delta``."""
-    shift = jnp.eye(6, dtype=frame.dtype).at[:3, 3:].set(-_skew(delta))
+    shift = jnp.eye(6, dtype=frame.dtype).at[:3, 3:].set(-math.skew(delta))
     rot = jnp.zeros((6, 6), frame.dtype).at[:3, :3].set(frame.T).at[3:, 3:].set(frame.T)
     return shift @ rot
 
@@ -135,7 +130,7 @@ def _lever(theta: Array) -> Array:
     rows, ``[f; r x f]`` with ``r = (0, theta_1, theta_2)``."""
     r = jnp.concatenate([jnp.zeros_like(theta[:, :1]), theta], -1)
     eye = jnp.broadcast_to(jnp.eye(3, dtype=theta.dtype), r.shape[:1] + (3, 3))
-    return jnp.concatenate([eye, _skew(r)], 1)
+    return jnp.concatenate([eye, math.skew(r)], 1)
 
 
 def _expand(G: Array, nr: int) -> Array:
