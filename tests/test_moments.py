@@ -71,14 +71,22 @@ def _box(rng, centre):
     return volume.box_halfspaces(jnp.asarray(size), jnp.asarray(centre), jnp.asarray(_rotation(rng)))
 
 
-def _hull(rng):
-    """A randomly stretched and rotated icosahedron (always 20 faces), as half-spaces."""
+def _hull(rng, triangles=False):
+    """A randomly stretched and rotated icosahedron (always 20 faces), as half-spaces
+    (and, with ``triangles``, its faces' corners (20, 3, 3), counter-clockwise from
+    outside)."""
     t = (1 + 5 ** 0.5) / 2
     ico = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t],
                     [0, 1, -t], [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]], float)
     pts = (ico * rng.uniform(0.02, 0.06, 3)) @ _rotation(rng).T + np.array([0, 0, rng.uniform(-0.03, 0.0)])
-    eq = ConvexHull(pts).equations  # n . x + e <= 0
-    return jnp.asarray(eq[:, :3]), jnp.asarray(-eq[:, 3])
+    hull = ConvexHull(pts)
+    eq = hull.equations  # n . x + e <= 0
+    if not triangles:
+        return jnp.asarray(eq[:, :3]), jnp.asarray(-eq[:, 3])
+    tri = pts[hull.simplices]
+    outward = np.einsum("ij,ij->i", np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), eq[:, :3]) > 0
+    tri = np.where(outward[:, None, None], tri, tri[:, ::-1])
+    return jnp.asarray(eq[:, :3]), jnp.asarray(-eq[:, 3]), jnp.asarray(tri)
 
 
 def _plane_normal(poly):
@@ -103,6 +111,8 @@ def _check(cases):
         Qr, cr = reference(np.r_[na, nb], np.r_[da, db], np.asarray(n[i]), np.asarray(centroid[i]))
         np.testing.assert_allclose(np.asarray(Q[i]), Qr, rtol=1e-6, atol=1e-6 * np.abs(Qr).max(), err_msg=str(i))
         np.testing.assert_allclose(np.asarray(c[i]), cr, rtol=1e-6, atol=1e-6 * np.abs(cr).max(), err_msg=str(i))
+        twist = np.linalg.solve(Qr, cr)  # the closed-form fit the volume model uses
+        np.testing.assert_allclose(np.asarray(moments.fit_twist(Q[i], c[i])), twist, atol=1e-6 * np.abs(twist).max())
 
 
 def test_box_box_against_quadrature():
@@ -117,10 +127,28 @@ def test_box_box_against_quadrature():
 
 
 def test_hull_plane_against_quadrature():
+    """The general intersection and the plane clip (``volume.clip``, what plane geoms
+    use) on the same hulls."""
     rng = np.random.default_rng(2)
     floor = (jnp.asarray([[0.0, 0.0, 1.0]]), jnp.asarray([0.0]))
-    cases = [floor + _hull(rng) for _ in range(50)]
-    _check(cases)
+    hulls = [_hull(rng, triangles=True) for _ in range(50)]
+    _check([floor + h[:2] for h in hulls])
+
+    @jax.jit
+    @jax.vmap
+    def clipped(na, da, tri):
+        poly = volume.clip(tri, na, jnp.ones(tri.shape[0], bool), floor[0][0], floor[1][0])
+        Q, c = moments.volume_moments(poly, floor[0][0], poly.centroid)
+        full = volume.intersect(*floor, na, da)
+        return Q, c, poly.centroid, poly.valid, poly.volume - full.volume, poly.centroid - full.centroid
+
+    Q, c, centroid, valid, dvol, dcen = clipped(*(jnp.stack([h[k] for h in hulls]) for k in range(3)))
+    assert np.all(np.asarray(valid))
+    assert np.abs(np.asarray(dvol)).max() < 1e-15 and np.abs(np.asarray(dcen)).max() < 1e-12
+    for i, (na, da, _) in enumerate(hulls):
+        Qr, cr = reference(np.r_[floor[0], na], np.r_[floor[1], da], np.array([0.0, 0, 1]), np.asarray(centroid[i]))
+        np.testing.assert_allclose(np.asarray(Q[i]), Qr, rtol=1e-6, atol=1e-6 * np.abs(Qr).max(), err_msg=str(i))
+        np.testing.assert_allclose(np.asarray(c[i]), cr, rtol=1e-6, atol=1e-6 * np.abs(cr).max(), err_msg=str(i))
 
 
 def test_gradients_match_finite_differences():

@@ -37,6 +37,22 @@ BOX_EDGES = np.array([[i, j] for i in range(8) for j in range(i + 1, 8)
 BOX_NORMALS = np.concatenate([np.eye(3), -np.eye(3)])
 
 
+def _box_faces() -> np.ndarray:
+    """(6, 4) corner ids of each box face (BOX_NORMALS order), counter-clockwise seen
+    from outside."""
+    out = []
+    for m in BOX_NORMALS:
+        ids = np.flatnonzero(BOX_SIGNS @ m == 1)
+        u = BOX_SIGNS[ids] - m
+        t1 = np.cross(m, np.roll(m, 1))
+        angle = np.arctan2(u @ np.cross(m, t1), u @ t1)
+        out.append(ids[np.argsort(angle)])
+    return np.asarray(out, np.int32)
+
+
+BOX_FACES = _box_faces()
+
+
 class Polytope(NamedTuple):
     """A convex polyhedron in world coordinates, padded to fixed sizes."""
 
@@ -50,6 +66,7 @@ class Polytope(NamedTuple):
     edge_mask: Array  # (E,) bool
     axis: Array  # (D, 3) unit edge directions, pairwise non-parallel (separating axes)
     axis_mask: Array  # (D,) bool
+    face_vert: Array  # (F, K, 3) m, each face's corners, counter-clockwise seen from outside
 
 
 def box_polytope(pos_w: Array, rot_w: Array, size: Array) -> Polytope:
@@ -58,7 +75,7 @@ def box_polytope(pos_w: Array, rot_w: Array, size: Array) -> Polytope:
     offset = normal @ pos_w + jnp.concatenate([size, size])
     return Polytope(vert, jnp.ones(8, bool), normal, offset, jnp.ones(6, bool),
                     vert[BOX_EDGES[:, 0]], vert[BOX_EDGES[:, 1]], jnp.ones(12, bool),
-                    rot_w.T, jnp.ones(3, bool))
+                    rot_w.T, jnp.ones(3, bool), vert[BOX_FACES])
 
 
 def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, edge_mask,
@@ -76,7 +93,7 @@ def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, ed
     naxis = edge.shape[0] if naxis is None else naxis
     axis_mask = edge_mask[:naxis] if axis_mask is None else axis_mask
     return Polytope(vert, vert_mask, normal, offset, face_mask, e0, e1, edge_mask,
-                    math.normalize(e1[:naxis] - e0[:naxis]), axis_mask)
+                    math.normalize(e1[:naxis] - e0[:naxis]), axis_mask, jnp.stack([v0, v1, v2], 1))
 
 
 def _inside(p: Polytope, x: Array, tol: Array, facing: Array) -> Array:
@@ -120,7 +137,8 @@ def separating_axis(a: Polytope, b: Polytope):
 
 def translate(p: Polytope, t: Array) -> Polytope:
     """``p`` moved by ``t`` (3,)."""
-    return p._replace(vert=p.vert + t, offset=p.offset + p.normal @ t, edge0=p.edge0 + t, edge1=p.edge1 + t)
+    return p._replace(vert=p.vert + t, offset=p.offset + p.normal @ t, edge0=p.edge0 + t, edge1=p.edge1 + t,
+                      face_vert=p.face_vert + t)
 
 
 def polytope_contacts(a: Polytope, b: Polytope, nslot: int, margin=0.0):

@@ -208,8 +208,9 @@ def _slot_volumes(model: Model, polyhedra: list, dtype):
     (empty ones for groups without), or None unless slots hold volumes."""
     if model.topo.pair_geometry != "volume":
         return None
-    sizes = [(p.face_area.shape[1], p.vert_mask.shape[1]) for _, p in polyhedra if p is not None]
-    nplane, nvert = (max(s[0] for s in sizes), max(s[1] for s in sizes)) if sizes else (0, 0)
-    blocks = [regions.empty_polyhedron(n, nplane, nvert, dtype) if p is None
-              else regions.pad_polyhedron(p, nplane, nvert) for n, p in polyhedra]
+    sizes = [(p.face_area.shape[1], p.vert_mask.shape[1], p.fan_mask.shape[1]) for _, p in polyhedra
+             if p is not None]
+    most = tuple(max(s[i] for s in sizes) for i in range(3)) if sizes else (0, 0, 0)
+    blocks = [regions.empty_polyhedron(n, *most, dtype) if p is None else regions.pad_polyhedron(p, *most)
+              for n, p in polyhedra]
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *blocks)

@@ -86,26 +86,37 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
     offsets_b = offsets_b - shift * (normals_b @ normal)
     about = lambda n, d: d - n @ origin  # noqa: E731  planes about a nearby origin (float32)
     poly = volume.intersect(normals_a, about(normals_a, offsets_a), normals_b, about(normals_b, offsets_b))
-    poly = poly.replace(vert=poly.vert + origin, face_centroid=poly.face_centroid + origin,
-                        centroid=poly.centroid + origin, face_point=poly.face_point + origin,
-                        edge_start=poly.edge_start + origin, edge_stop=poly.edge_stop + origin)
+    poly = _moved(poly, origin)
     owned = (poly.face_owner == 0)[:, None]
     weighted = jnp.sum(jnp.where(owned, poly.face_area[:, None] * poly.face_normal, 0.0), 0)
     projected = jnp.sqrt(jnp.sum(weighted ** 2))
     ok = poly.valid & (projected > 0)
     safe = jnp.where(ok, projected, 1.0)
     n = jnp.where(ok, weighted / safe, normal)
-    pos = poly.centroid + 0.5 * shift * normal
+    return _one_slot(depth, poly.centroid + 0.5 * shift * normal, n, margin), poly
+
+
+def _moved(poly: volume.Polyhedron, t: Array) -> volume.Polyhedron:
+    return poly.replace(vert=poly.vert + t, face_centroid=poly.face_centroid + t, centroid=poly.centroid + t,
+                        fan_apex=poly.fan_apex + t, fan_start=poly.fan_start + t, fan_stop=poly.fan_stop + t)
+
+
+def _one_slot(depth, pos, normal, margin):
     near = depth >= -margin
     one = lambda x: x[None]  # noqa: E731
-    return (one(depth), one(pos), one(n), jnp.zeros((1,), jnp.int32), one(near), near.astype(jnp.int32)), poly
+    return one(depth), one(pos), one(normal), jnp.zeros((1,), jnp.int32), one(near), near.astype(jnp.int32)
 
 
 def plane_volume(plane_pos: Array, plane_rot: Array, b: Polytope, margin=0.0):
-    """The intersection of polytope ``b`` with the plane geom's half-space."""
+    """The intersection of polytope ``b`` with the plane geom's half-space (``b``'s faces
+    clipped by the plane: ``volume.clip``)."""
     n, low, lowest = _lowest(plane_pos, plane_rot, b)
-    nb, db = halfspaces(b)
-    return _volume_slot(n[None], (n @ plane_pos)[None], nb, db, n, -low, b.vert[lowest], margin)
+    depth = -low
+    shift = jnp.maximum(SLIVER - depth, 0.0)
+    origin = b.vert[lowest]  # about a nearby origin (float32)
+    poly = volume.clip(b.face_vert - origin - shift * n, b.normal, b.face_mask, n, n @ (plane_pos - origin))
+    poly = _moved(poly, origin)
+    return _one_slot(depth, poly.centroid + 0.5 * shift * n, n, margin), poly
 
 
 def polytope_volume(a: Polytope, b: Polytope, margin=0.0):
@@ -116,31 +127,28 @@ def polytope_volume(a: Polytope, b: Polytope, margin=0.0):
     return _volume_slot(na, da, nb, db, normal, depth, point, margin)
 
 
-def pad_polyhedron(poly: volume.Polyhedron, nplane: int, nvert: int) -> volume.Polyhedron:
-    """``poly`` (batched over a leading axis) padded to ``nplane`` faces and ``nvert``
-    candidate vertices (masked out, area 0), so that slots of several pair kinds share
-    one array."""
-    def pad(x, size, axis=1):
+def pad_polyhedron(poly: volume.Polyhedron, nplane: int, nvert: int, nfan: int) -> volume.Polyhedron:
+    """``poly`` (batched over a leading axis) padded to ``nplane`` faces, ``nvert``
+    candidate vertices and ``nfan`` fan triangles (masked out, area 0), so that slots
+    of several pair kinds share one array."""
+    def pad(x, size):
         widths = [(0, 0)] * x.ndim
-        widths[axis] = (0, size - x.shape[axis])
+        widths[1] = (0, size - x.shape[1])
         return jnp.pad(x, widths)
 
-    def pad2(x):  # (n, P, P, ...) -> (n, nplane, nplane, ...)
-        return pad(pad(x, nplane, 1), nplane, 2)
-
+    fan = lambda x: pad(x, nfan)  # noqa: E731
     return poly.replace(vert=pad(poly.vert, nvert), vert_mask=pad(poly.vert_mask, nvert),
                         face_normal=pad(poly.face_normal, nplane), face_owner=pad(poly.face_owner, nplane),
                         face_area=pad(poly.face_area, nplane), face_centroid=pad(poly.face_centroid, nplane),
-                        face_point=pad(poly.face_point, nplane), edge_start=pad2(poly.edge_start),
-                        edge_stop=pad2(poly.edge_stop), edge_mask=pad2(poly.edge_mask))
+                        fan_apex=fan(poly.fan_apex), fan_start=fan(poly.fan_start), fan_stop=fan(poly.fan_stop),
+                        fan_normal=fan(poly.fan_normal), fan_mask=fan(poly.fan_mask))
 
 
-def empty_polyhedron(n: int, nplane: int, nvert: int, dtype) -> volume.Polyhedron:
+def empty_polyhedron(n: int, nplane: int, nvert: int, nfan: int, dtype) -> volume.Polyhedron:
     """``n`` empty polyhedra (slots of pairs without a polyhedron)."""
     z = lambda *shape: jnp.zeros((n,) + shape, dtype)  # noqa: E731
     return volume.Polyhedron(vert=z(nvert, 3), vert_mask=jnp.zeros((n, nvert), bool), face_normal=z(nplane, 3),
                              face_owner=jnp.zeros((n, nplane), jnp.int32), face_area=z(nplane),
                              face_centroid=z(nplane, 3), volume=z(), centroid=z(3),
-                             valid=jnp.zeros((n,), bool), face_point=z(nplane, 3),
-                             edge_start=z(nplane, nplane, 3), edge_stop=z(nplane, nplane, 3),
-                             edge_mask=jnp.zeros((n, nplane, nplane), bool))
+                             valid=jnp.zeros((n,), bool), fan_apex=z(nfan, 3), fan_start=z(nfan, 3),
+                             fan_stop=z(nfan, 3), fan_normal=z(nfan, 3), fan_mask=jnp.zeros((n, nfan), bool))

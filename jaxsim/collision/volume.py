@@ -43,6 +43,17 @@ Method (brute-force vertex enumeration, fixed cost, no data-dependent shapes):
    is ``valid`` when ``V > tol (sum S_i + tol^2)``, i.e. thicker than about ``tol``;
    otherwise (touching, or apart) the volume is reported as 0.
 
+A plane geom's half-space cuts a polytope more cheaply (:func:`clip`, used for
+plane-box and plane-mesh volumes): every face polygon of the polytope keeps the part
+of its edges under the plane plus one closing edge along it, and the closing edges,
+reversed, bound the cut face. Its volume and centroid are the sum of the tetrahedra
+from a point inside to every fan triangle.
+
+Both return the boundary as flat lists of fan triangles (apex, edge start and stop,
+the face's outward normal), which is all the volume moments need
+(``moments.py``), and from which :func:`fan_section` cuts the section through any
+plane as a list of boundary segments (no sorting).
+
 The cross-section (:func:`section`) is computed directly from the half-spaces: in an
 orthonormal tangent basis of the cutting plane (Duff et al.'s branchless basis) each
 half-space becomes a 2-D half-plane (or, parallel to the plane, one that is always
@@ -103,11 +114,11 @@ class Polyhedron:
       centroid: (3,) m, volume centroid (the mean of the valid vertices if the volume
         is 0, zeros if there are none).
       valid: () bool, ``volume > 0``.
-      face_point: (P, 3) m, a point of each face (the mean of its edges' end points).
-      edge_start, edge_stop: (P, P, 3) m, the edge of face i on plane j, counter-
-        clockwise about ``face_normal[i]``: face i is the fan of triangles
-        ``(face_point[i], edge_start[i, j], edge_stop[i, j])`` over the edges.
-      edge_mask: (P, P) bool, the edges of the faces that carry area.
+      fan_apex, fan_start, fan_stop: (N, 3) m, the boundary as triangles: every face
+        is a fan from a point of it (apex) to its edges (start -> stop, counter-
+        clockwise about the face's outward normal).
+      fan_normal: (N, 3) the outward normal of each triangle's face.
+      fan_mask: (N,) bool, the triangles of faces that carry area.
     """
 
     vert: Array
@@ -119,10 +130,11 @@ class Polyhedron:
     volume: Array
     centroid: Array
     valid: Array
-    face_point: Array
-    edge_start: Array
-    edge_stop: Array
-    edge_mask: Array
+    fan_apex: Array
+    fan_start: Array
+    fan_stop: Array
+    fan_normal: Array
+    fan_mask: Array
 
 
 @pytree_dataclass
@@ -385,11 +397,119 @@ def intersect(normals_a: Array, offsets_a: Array, normals_b: Array, offsets_b: A
         volume=jnp.where(valid, volume, 0.0),
         centroid=centroid,
         valid=valid,
-        face_point=face_point,
-        edge_start=start,
-        edge_stop=stop,
-        edge_mask=edge & (area > 0)[:, None],
+        **_flat_fans(normals, face_point, start, stop, edge & (area > 0)[:, None]),
     )
+
+
+def _flat_fans(normals, apex, start, stop, mask) -> dict:
+    """The Polyhedron's fan fields from per-face fans: apex (P, 3), edges (P, E, 3)."""
+    shape = start.shape
+    flat = lambda x: jnp.broadcast_to(x, shape).reshape(-1, 3)  # noqa: E731
+    return dict(fan_apex=flat(apex[:, None]), fan_start=flat(start), fan_stop=flat(stop),
+                fan_normal=flat(normals[:, None]), fan_mask=mask.reshape(-1))
+
+
+def clip(face_vert: Array, face_normal: Array, face_mask: Array, normal: Array, offset: Array,
+         tol=None) -> Polyhedron:
+    """The part of a convex polytope B in the half-space A ``normal . x <= offset``.
+
+    Cheaper than :func:`intersect` for a plane geom: B's faces are clipped by the plane
+    directly. Each edge keeps its part inside A; a face that crosses the plane gets a
+    closing edge along it, from where its boundary leaves A to where it comes back, and
+    those closing edges, reversed, are the edges of the cutting face.
+
+    Args:
+      face_vert: (F, K, 3) m, B's face corners, counter-clockwise seen from outside.
+      face_normal: (F, 3) unit outward normals of B's faces.
+      face_mask: (F,) bool, B's valid faces.
+      normal: (3,) unit outward normal of A; offset: () m.
+      tol: m, as for :func:`intersect` (the volume's validity).
+
+    Returns:
+      The :class:`Polyhedron`: face 0 is the cut (owner 0), faces 1..F are B's (owner
+      1); ``vert`` holds the clipped edges' start points (with copies).
+    """
+    dtype = face_vert.dtype
+    nface, k = face_vert.shape[:2]
+    b_offsets = jnp.sum(face_normal * face_vert[:, 0], -1)
+    tol, _ = _tolerances(jnp.concatenate([offset[None], jnp.where(face_mask, b_offsets, 0.0)]), tol)
+    h = face_vert @ normal - offset  # (F, K), inside A where <= 0
+    nxt, h_nxt = jnp.roll(face_vert, -1, 1), jnp.roll(h, -1, 1)
+    ins, ins_nxt = h <= 0, h_nxt <= 0
+    crosses = ins != ins_nxt
+    t = jnp.where(crosses, h / jnp.where(crosses, h - h_nxt, 1.0), 0.0)
+    cut = face_vert + t[..., None] * (nxt - face_vert)
+    on = face_mask[:, None]
+    start, stop = jnp.where(ins[..., None], face_vert, cut), jnp.where(ins_nxt[..., None], nxt, cut)
+    keep = (ins | ins_nxt) & on
+    leave, enter = ins & ~ins_nxt, ~ins & ins_nxt  # one of each on a face that crosses A
+    close_start = jnp.sum(jnp.where(leave[..., None], cut, 0.0), 1)
+    close_stop = jnp.sum(jnp.where(enter[..., None], cut, 0.0), 1)
+    closed = jnp.any(leave, 1) & face_mask
+    # B's faces: K clipped edges and the closing one; the cut: the closing edges reversed
+    b_start = jnp.concatenate([start, close_start[:, None]], 1)
+    b_stop = jnp.concatenate([stop, close_stop[:, None]], 1)
+    b_edge = jnp.concatenate([keep, closed[:, None]], 1)
+    b_apex = _masked_mean(jnp.concatenate([b_start, b_stop], 1), jnp.concatenate([b_edge, b_edge], 1))
+    a_apex = _masked_mean(jnp.concatenate([close_stop, close_start]), jnp.concatenate([closed, closed]))
+
+    def fan_area(apex, a, b, n, mask):  # per-triangle signed area and first moment
+        tri = jnp.where(mask, 0.5 * jnp.sum(jnp.cross(a - apex, b - apex) * n, -1), 0.0)
+        return tri, tri[..., None] * (apex + a + b) / 3.0
+
+    tri_a, mom_a = fan_area(a_apex, close_stop, close_start, normal, closed)
+    tri_b, mom_b = fan_area(b_apex[:, None], b_start, b_stop, face_normal[:, None], b_edge)
+    area = jnp.maximum(jnp.concatenate([jnp.sum(tri_a)[None], jnp.sum(tri_b, 1)]), 0.0)
+    moment = jnp.concatenate([jnp.sum(mom_a, 0)[None], jnp.sum(mom_b, 1)])
+    apexes = jnp.concatenate([a_apex[None], b_apex])
+    face_centroid = _safe_div(moment, area, area > tol * tol, apexes)
+    normals = jnp.concatenate([normal[None], face_normal])
+    # flat fans: the cut's F triangles, then B's F (K + 1)
+    apex = jnp.concatenate([jnp.broadcast_to(a_apex, (nface, 3)),
+                            jnp.broadcast_to(b_apex[:, None], b_start.shape).reshape(-1, 3)])
+    fan_start = jnp.concatenate([close_stop, b_start.reshape(-1, 3)])
+    fan_stop = jnp.concatenate([close_start, b_stop.reshape(-1, 3)])
+    fan_normal = jnp.concatenate([jnp.broadcast_to(normal, (nface, 3)),
+                                  jnp.broadcast_to(face_normal[:, None], b_start.shape).reshape(-1, 3)])
+    fan_mask = jnp.concatenate([closed & (area[0] > 0), (b_edge & (area[1:] > 0)[:, None]).reshape(-1)])
+
+    # volume and centroid: tetrahedra from a point inside to every triangle
+    ref = _masked_mean(fan_start, fan_mask)
+    a, b, c = apex - ref, fan_start - ref, fan_stop - ref
+    tet = jnp.where(fan_mask, jnp.sum(a * jnp.cross(b, c), -1) / 6.0, 0.0)
+    vol = jnp.sum(tet)
+    valid = vol > tol * (jnp.sum(area) + tol * tol)
+    centroid = _safe_div(tet @ (a + b + c) / 4.0 + vol * ref, vol, valid, ref)
+    return Polyhedron(vert=b_start.reshape(-1, 3), vert_mask=b_edge.reshape(-1), face_normal=normals,
+                      face_owner=jnp.asarray(np.r_[0, np.ones(nface, np.int32)], jnp.int32),
+                      face_area=area, face_centroid=face_centroid, volume=jnp.where(valid, vol, 0.0),
+                      centroid=centroid, valid=valid, fan_apex=apex, fan_start=fan_start, fan_stop=fan_stop,
+                      fan_normal=fan_normal.astype(dtype), fan_mask=fan_mask)
+
+
+def fan_section(poly: Polyhedron, point: Array, normal: Array) -> tuple[Array, Array, Array]:
+    """The polyhedron's cross-section by the plane through ``point`` (3,) with unit
+    ``normal`` (3,), as its boundary: one segment per fan triangle that the plane cuts,
+    oriented counter-clockwise about ``normal``. No sorting: a convex polygon is the
+    intersection of the half-planes left of its (collinear pieces of) edges.
+
+    Returns:
+      start (N, 3), stop (N, 3) m, and mask (N,) bool.
+    """
+    tri = jnp.stack([poly.fan_apex, poly.fan_start, poly.fan_stop], 1)  # (N, 3, 3)
+    h = (tri - point) @ normal
+    nxt, h_nxt = jnp.roll(tri, -1, 1), jnp.roll(h, -1, 1)
+    crosses = (h <= 0) != (h_nxt <= 0)
+    t = jnp.where(crosses, h / jnp.where(crosses, h - h_nxt, 1.0), 0.0)
+    x = tri + t[..., None] * (nxt - tri)
+    first = jnp.argmax(crosses, 1)
+    last = 2 - jnp.argmax(crosses[:, ::-1], 1)
+    pick = lambda i: jnp.take_along_axis(x, i[:, None, None], 1)[:, 0]  # noqa: E731
+    a, b = pick(first), pick(last)
+    # the section's outside is along the face's outward normal: to the right of start -> stop
+    flip = jnp.sum(jnp.cross(normal, b - a) * poly.fan_normal, -1) > 0
+    start, stop = jnp.where(flip[:, None], b, a), jnp.where(flip[:, None], a, b)
+    return start, stop, poly.fan_mask & (jnp.sum(crosses, 1) == 2)
 
 
 # ---------------------------------------------------------------------------- section

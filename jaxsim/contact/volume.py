@@ -11,22 +11,28 @@ Per volume:
 1. Target twist. ``collision/moments.py`` gives the seed's least-squares moments
    ``Q`` and ``c`` of the volume (every point of the contact plane inside the volume
    asked to separate at ``k h``, ``h`` its depth); the twist that fits them best is
-   ``v* = -k Q^-1 c`` (relative twist of geom2 to geom1 at the slot point). Its normal
-   part is capped at ``max_depenetration_speed`` (the whole twist scaled); a pair
-   overlapping by less than the collision's sliver, or apart, targets ``v_n = depth /
-   dt`` (close at most the gap: a speculative contact), and the sliver's own
-   thickness is taken out of the target.
+   ``v* = -k Q^-1 c`` (``moments.fit_twist``, closed form; relative twist of geom2 to
+   geom1, as the slot's rows). Its normal part is capped at
+   ``max_depenetration_speed`` (the whole twist scaled); a pair overlapping by less
+   than the collision's sliver, or apart, targets ``v_n = depth / dt`` (close at most
+   the gap: a speculative contact), and the sliver's own thickness is taken out of
+   the target.
 2. Wrench. The resultant ``f`` (normal >= 0, inside the friction cone ``mu_s``) acts
    at ``r = slot point + theta`` (theta in the contact plane), so the slot's 6 rows
    carry ``[f; r x f]``: no torsional moment of its own, as in the seed.
-3. Solve (the seed's alternation): with theta fixed, the impulses of all slots and
-   generic rows solve the shared QP ``min 1/2 x^T (A + R) x + x^T (b - v*)`` (``x =
-   G(theta) y``, ``y`` the forces and row impulses; ``R`` the relaxation, ``lambda``
-   times the diagonal of ``A``); with the forces fixed, each theta solves its 2-D QP
-   exactly (unconstrained minimum, else the best point of the cross-section polygon's
-   edges). ``alternations`` rounds, under ``lax.scan``; each round also updates De
-   Saxce's shift ``mu |v_t|`` on the normal target from the slip it left (the cone
-   QP alone would lift a sliding body at that speed), as the point model does.
+3. Solve (the seed's alternation), ``alternations`` rounds under ``lax.scan``. Each
+   round first moves every theta to the exact minimum of its 2-D QP with the forces
+   fixed (the unconstrained minimum if it lies in the cross-section, else the best
+   point of the section's boundary, ``volume.fan_section``; the last step's forces
+   and thetas at the first round, and a slot without a normal force keeps its
+   theta), then solves the impulses of all slots and generic rows at those thetas:
+   the shared QP ``min 1/2 x^T (A + R) x + x^T (b - v*)`` (``x = G(theta) y``, ``y``
+   the forces and row impulses; ``R`` the relaxation, ``lambda`` times the diagonal
+   of ``A``). Each round also updates De Saxce's shift ``mu |v_t|`` on the normal
+   target from the slip it left (the cone QP alone would lift a sliding body at that
+   speed), as the point model does. Two rounds by default: at rest the warm start
+   has already converged, and a third round cost 25 % of a batch-1 step for no
+   change the scene tests could see.
 
 The QP is the Gauss form that jaxsim's point model and generic rows use (the kinetic
 metric ``A``), not the seed's ``A^T Q A``: the seed's ``Q`` weighting enters through
@@ -61,7 +67,7 @@ class VolumeParams:
     contact_stiffness: Array = param(100.0, "1/s, k of SPEC 3: a contact region separates at k times its depth")
     contact_relaxation: Array = param(0.01, "lambda: relaxation of the wrench QP, relative to the diagonal of A")
     max_depenetration_speed: Array = param(0.5, "m/s, cap on the separation speed the depth asks for")
-    alternations: int = param(3, "rounds of force then centre-of-pressure solves (static)", minimum=1, static=True)
+    alternations: int = param(2, "rounds of force then centre-of-pressure solves (static)", minimum=1, static=True)
 
 
 class VolumeCarry(NamedTuple):
@@ -72,29 +78,25 @@ def init(model: Model, n: int) -> VolumeCarry:
     return VolumeCarry(jnp.zeros((n, 2), model.dtype))
 
 
-def _to_slot(frame: Array, delta: Array) -> Array:
-    """(6, 6) map from a slot's 6 rows (contact frame at the slot point) to the world
-    twist (linear, angular) at the point ``slot + delta``."""
-    shift = jnp.eye(6, dtype=frame.dtype).at[:3, 3:].set(-math.skew(delta))
-    rot = jnp.zeros((6, 6), frame.dtype).at[:3, :3].set(frame.T).at[3:, 3:].set(frame.T)
-    return shift @ rot
+def _from_world(frame: Array, delta: Array, twist_w: Array) -> Array:
+    """A world twist (linear, angular) at the point ``slot + delta`` as the slot's 6 rows
+    (contact frame at the slot point)."""
+    omega = twist_w[3:]
+    return jnp.concatenate([frame @ (twist_w[:3] - jnp.cross(omega, delta)), frame @ omega])
 
 
-def _section(poly: geometry.Polyhedron, point: Array, normal: Array, frame: Array, ncorner: int = 8):
-    """The volume's cross-section through ``point`` as 2-D corners (K, 2) in the slot's
-    tangent coordinates, counter-clockwise, and their mask."""
-    face = poly.face_area > 0
-    first = jnp.argmax(face)
-    normals = jnp.where(face[:, None], poly.face_normal, poly.face_normal[first])
-    points = jnp.where(face[:, None], poly.face_point, poly.face_point[first])
-    offsets = jnp.sum(normals * (points - point), -1)
-    sec = geometry.section(normals, offsets, jnp.zeros_like(point), normal, ncorner)
-    return sec.corners @ frame[1:].T, sec.corner_mask
+def _section(poly: geometry.Polyhedron, point: Array, normal: Array, frame: Array, pos: Array):
+    """The volume's cross-section through ``point`` as 2-D boundary segments (start,
+    stop (N, 2), counter-clockwise, in the slot's tangent coordinates about ``pos``)
+    and their mask (N,)."""
+    start, stop, mask = geometry.fan_section(poly, point, normal)
+    return (start - pos) @ frame[1:].T, (stop - pos) @ frame[1:].T, mask
 
 
 def _targets(model: Model, problem: Problem):
     """Per slot: whether it is a volume (m,), its target twist (m, 6) in the contact
-    frame at the slot point, and the cross-section polygon ((m, K, 2), (m, K))."""
+    frame at the slot point, and the cross-section's boundary segments ((m, N, 2)
+    twice, (m, N))."""
     p, dt = model.contact_params, model.opt.timestep
     c_ = problem.contacts
     vol = c_.volume
@@ -102,27 +104,24 @@ def _targets(model: Model, problem: Problem):
 
     def one(poly, frame, pos, depth, valid):
         normal = frame[0]
-        Q_w, c_w = moments.volume_moments(poly, normal, poly.centroid)
-        T = _to_slot(frame, poly.centroid - pos)
-        Q, c = T.T @ Q_w @ T, T.T @ c_w
-        reg = 1e-12 * jnp.trace(Q) + 1e-30
-        twist = -p.contact_stiffness * jnp.linalg.solve(Q + reg * jnp.eye(6, dtype=Q.dtype), c)
+        Q, c = moments.volume_moments(poly, normal, poly.centroid)
+        # the fit at the centroid in the world, then as the slot's rows (Q_slot = T^T Q T)
+        twist_w = moments.fit_twist(Q, c, 1e-12 * jnp.trace(Q) + 1e-30)
+        twist = -p.contact_stiffness * _from_world(frame, poly.centroid - pos, twist_w)
         shift = jnp.maximum(SLIVER - depth, 0.0)
         twist = twist.at[0].add(-0.5 * p.contact_stiffness * shift)
         cap = p.max_depenetration_speed
         twist = twist * jnp.minimum(1.0, cap / jnp.maximum(twist[0], 1e-30))
         speculative = jnp.zeros(6, twist.dtype).at[0].set(depth / dt)
         twist = jnp.where((depth < 0) | ~valid, speculative, twist)
-        corners, mask = _section(poly, poly.centroid, normal, frame)
-        offset = (poly.centroid - pos) @ frame[1:].T
-        return twist, corners + offset, mask
+        return (twist,) + _section(poly, poly.centroid, normal, frame, pos)
 
-    twist, corners, mask = jax.vmap(one)(vol, c_.frame_w, c_.pos_w, c_.depth, is_volume)
+    twist, start, stop, mask = jax.vmap(one)(vol, c_.frame_w, c_.pos_w, c_.depth, is_volume)
     # point slots (no volume): push out at k depth (capped), or close at most the gap
     push = jnp.where(c_.depth >= 0, jnp.minimum(p.contact_stiffness * c_.depth, p.max_depenetration_speed),
                      c_.depth / dt)
     point = jnp.zeros_like(twist).at[:, 0].set(push)
-    return is_volume, jnp.where(is_volume[:, None], twist, point), corners, mask & is_volume[:, None]
+    return is_volume, jnp.where(is_volume[:, None], twist, point), (start, stop, mask & is_volume[:, None])
 
 
 def _lever(theta: Array) -> Array:
@@ -134,32 +133,31 @@ def _lever(theta: Array) -> Array:
 
 
 def _expand(G: Array, nr: int) -> Array:
-    """Block-diagonal (6m + nr, 3m + nr) of the slots' levers and the rows' identity."""
-    m = G.shape[0]
-    out = jnp.zeros((6 * m + nr, 3 * m + nr), G.dtype)
-    rows, cols = np.arange(6 * m).reshape(m, 6), np.arange(3 * m).reshape(m, 3)
-    out = out.at[rows[:, :, None], cols[:, None, :]].set(G)
-    return out.at[6 * m + np.arange(nr), 3 * m + np.arange(nr)].set(1.0)
+    """Block-diagonal (6m + nr, 3m + nr) of the slots' levers and the rows' identity
+    (built by broadcasting: a scatter is a separate kernel on CPU)."""
+    m, dtype = G.shape[0], G.dtype
+    blocks = (jnp.eye(m, dtype=dtype)[:, None, :, None] * G[:, :, None, :]).reshape(6 * m, 3 * m)
+    return jnp.block([[blocks, jnp.zeros((6 * m, nr), dtype)], [jnp.zeros((nr, 3 * m), dtype), jnp.eye(nr, dtype=dtype)]])
 
 
-def _polygon_qp(P: Array, q: Array, corners: Array, mask: Array, keep: Array) -> Array:
-    """argmin 1/2 t^T P t + q^T t over a convex polygon (corners (K, 2) counter-
-    clockwise, padded by repeats): the unconstrained minimum if inside, else the best
-    point of the edges. An empty polygon keeps ``keep``."""
+def _polygon_qp(P: Array, q: Array, start: Array, stop: Array, mask: Array, keep: Array) -> Array:
+    """argmin 1/2 t^T P t + q^T t over a convex polygon given by its boundary segments
+    (start, stop (N, 2), counter-clockwise, mask (N,)): the unconstrained minimum if
+    inside (left of every segment), else the best point of the segments. An empty
+    polygon keeps ``keep``."""
     reg = 1e-9 * jnp.trace(P) + 1e-30
     Pr = P + reg * jnp.eye(2, dtype=P.dtype)
-    free = -jnp.linalg.solve(Pr, q - reg * keep)
-    nxt = jnp.roll(corners, -1, 0)
-    edge = nxt - corners
-    last = jnp.maximum(jnp.sum(mask) - 1, 0)
-    edge = jnp.where((jnp.arange(corners.shape[0]) == last)[:, None], corners[0] - corners, edge)
-    cross = edge[:, 0] * (free[1] - corners[:, 1]) - edge[:, 1] * (free[0] - corners[:, 0])
+    lin = q - reg * keep
+    det = Pr[0, 0] * Pr[1, 1] - Pr[0, 1] * Pr[1, 0]  # 2x2 in closed form (no LAPACK call)
+    free = -jnp.stack([Pr[1, 1] * lin[0] - Pr[0, 1] * lin[1], Pr[0, 0] * lin[1] - Pr[1, 0] * lin[0]]) / det
+    edge = stop - start
+    cross = edge[:, 0] * (free[1] - start[:, 1]) - edge[:, 1] * (free[0] - start[:, 0])
     inside = jnp.all(jnp.where(mask, cross >= 0, True))
     curv = jnp.einsum("ki,ij,kj->k", edge, Pr, edge)
-    slope = jnp.einsum("ki,ki->k", edge, corners @ Pr.T + q - reg * keep)
+    slope = jnp.einsum("ki,ki->k", edge, start @ Pr.T + lin)
     t = jnp.clip(-slope / jnp.maximum(curv, 1e-30), 0.0, 1.0)
-    cand = corners + t[:, None] * edge
-    value = 0.5 * jnp.einsum("ki,ij,kj->k", cand, Pr, cand) + cand @ (q - reg * keep)
+    cand = start + t[:, None] * edge
+    value = 0.5 * jnp.einsum("ki,ij,kj->k", cand, Pr, cand) + cand @ lin
     best = cand[jnp.argmin(jnp.where(mask, value, jnp.inf))]
     out = jnp.where(inside, free, best)
     return jnp.where(jnp.any(mask), out, keep)
@@ -171,7 +169,7 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     c_, rows = problem.contacts, problem.rows
     m, nr = c_.active.shape[0], rows.dist.shape[0]
     dtype = space.b.dtype
-    is_volume, twist, corners, mask = _targets(model, problem)
+    is_volume, twist, section = _targets(model, problem)
     active6 = jnp.concatenate([jnp.repeat(c_.active, 6), rows.active])
     limit = jnp.where(rows.dist >= 0, rows.dist / opt.timestep,
                       jnp.maximum(p.contact_stiffness * rows.dist, -p.max_depenetration_speed))
@@ -186,15 +184,17 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     y0 = jnp.concatenate([jnp.where(problem.kept[:, None], problem.prev_impulse[:, :3], 0.0).reshape(-1),
                           jnp.zeros((nr,), dtype)])
 
-    def forces(theta, y, shift):
-        G = _expand(_lever(theta), nr)
+    def forces(G, y, shift):
         Hy = G.T @ H @ G
         gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
         y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lower, upper, mu), y, opt.solver_tol,
                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
-        return y, st, G @ y, gs
+        return y, st, G @ y
 
-    def pressure_centres(theta, y, x, gs):
+    def pressure_centres(theta, y, shift):
+        """Each theta's exact 2-D QP with the forces ``y`` and the other slots fixed."""
+        x = _expand(_lever(theta), nr) @ y
+        gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
         grad = H @ x + gs
         f = y[:3 * m].reshape(m, 3)
         H_ii = jnp.einsum("iaib->iab", H[:6 * m, :6 * m].reshape(m, 6, m, 6))
@@ -205,7 +205,7 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
                                                       jnp.stack([z, f[:, 0]], -1), jnp.stack([-f[:, 0], z], -1)], 1)
         P = jnp.einsum("mai,mab,mbj->mij", E, H_ii, E)
         q = jnp.einsum("mai,ma->mi", E, jnp.einsum("mab,mb->ma", H_ii, x0) + other)
-        new = jax.vmap(_polygon_qp)(P, q, corners, mask, theta)
+        new = jax.vmap(_polygon_qp)(P, q, *section, theta)
         return jnp.where(is_volume[:, None], new, 0.0)
 
     def slip_shift(v_rows):
@@ -214,19 +214,19 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         return mu * jnp.sqrt(jnp.sum(v_rows[:6 * m].reshape(m, 6)[:, 1:3] ** 2, -1) + 1e-30)
 
     def round_(state, _):
+        """The centres of pressure for the current forces (from the last step's at
+        first; none move without a normal force), then the forces at them."""
         theta, y, shift, it, res = state
-        y, st, x, gs = forces(theta, y, shift)
-        theta = pressure_centres(theta, y, x, gs)
+        theta = pressure_centres(theta, y, shift)
+        y, st, x = forces(_expand(_lever(theta), nr), y, shift)
         shift = slip_shift(space.A @ x + space.b)
-        return (theta, y, shift, it + st.iterations, jnp.maximum(res, st.residual)), None
+        return (theta, y, shift, it + st.iterations, jnp.maximum(res, st.residual)), x
 
     shift0 = slip_shift(space.J @ problem.v)
     init_state = (theta0, y0, shift0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
-    (theta, y, shift, it, res), _ = jax.lax.scan(round_, init_state, None, length=p.alternations)
-    y, st, x, _ = forces(theta, y, shift)  # the final forces at the final centres of pressure
-    x = jnp.where(active6, x, 0.0)
-    return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0)),
-                    SolverStats(it + st.iterations, jnp.maximum(res, st.residual)))
+    (theta, y, shift, it, res), xs = jax.lax.scan(round_, init_state, None, length=p.alternations)
+    x = jnp.where(active6, xs[-1], 0.0)
+    return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0)), SolverStats(it, res))
 
 
 register(ContactModel("volume", VolumeParams, init, solve,
