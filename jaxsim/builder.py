@@ -219,7 +219,7 @@ class ModelBuilder:
                  implicit_gyroscopic: bool = True, contact: str = "relaxed",
                  contact_mode: str = "constraint", constraints: bool = True,
                  contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
-                 adjoint: str = "implicit", max_contacts: int = 0,
+                 adjoint: str = "implicit", max_contacts: int = 0, edge_contacts: bool = True,
                  penalty_stiffness: float = 1e6, penalty_damping: float = 1000.0,
                  penalty_slip_speed: float = 0.01, **contact_params):
         """Scene-wide options.
@@ -234,6 +234,9 @@ class ModelBuilder:
           constraints: False turns off contacts and every constraint row (joint
             limits too): smooth dynamics only, MuJoCo's ``constraint`` disable flag.
           contact_margin: m, shapes this close get (speculative) contacts.
+          edge_contacts: False leaves the point contacts of two polyhedra at their
+            vertices (no edge-edge crossings): the vertex-only method that SPEC 3
+            compares the contact volume with.
           penalty_stiffness, penalty_damping: N/m and N s/m of penalty pairs (per pair
             with ``add_pair``); penalty_slip_speed: m/s, their friction is viscous
             below it.
@@ -274,7 +277,8 @@ class ModelBuilder:
                                  penalty_slip_speed=float(penalty_slip_speed))
         self.penalty = (float(penalty_stiffness), float(penalty_damping))
         self.flags = dict(adjoint=adjoint, solver_iterations=int(solver_iterations),
-                          max_contacts=int(max_contacts), constraint=bool(constraints),
+                          max_contacts=int(max_contacts), edge_contacts=bool(edge_contacts),
+                          constraint=bool(constraints),
                           integrator=integrator, forward_dynamics=forward_dynamics,
                           implicit_damping=bool(implicit_damping), implicit_gyroscopic=bool(implicit_gyroscopic))
         self.timestep = float(timestep)

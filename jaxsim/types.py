@@ -176,6 +176,7 @@ class Options:
     solver_iterations: int = static(500)  # QP iteration cap
     adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
     max_contacts: int = static(0)  # > 0: solve for at most this many (deepest) active slots
+    edge_contacts: bool = static(True)  # point slots of polyhedra: edge-edge crossings too (False: vertices only)
 
 
 @pytree_dataclass

@@ -20,6 +20,7 @@ TOPOLOGIES = {  # one topology (one compile) per test; together every pair kind
 }
 SCENES = {"mixed": 40, "polytopes": 20, "round": 40}  # 100 (polytope collision costs most)
 OTHER_MODEL_SCENES = 20  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
+VOLUME_SCENES = 8  # "polytopes:volume": hull-hull intersection volumes cost ~10 ms a step on CPU
 STEPS = 1000  # 0.5-5 s: every scene lands, tumbles and mostly comes to rest
 EVERY = 2  # health checked every 2 steps
 
@@ -45,7 +46,7 @@ def random_scenes(arg: str) -> dict:
 
     name, _, contact = arg.partition(":")
     names = sorted(TOPOLOGIES)
-    count = OTHER_MODEL_SCENES if contact else SCENES[name]
+    count = (VOLUME_SCENES if contact == "volume" else OTHER_MODEL_SCENES) if contact else SCENES[name]
     seeds = [1000 * names.index(name) + i for i in range(count)]
     options = {"contact": contact} if contact else {}
     built = [scenes.random_drop(TOPOLOGIES[name], s, dtype=jnp.float32, **options) for s in seeds]

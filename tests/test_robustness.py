@@ -46,6 +46,14 @@ def test_random_scenes_other_contact_models(contact):
     _check_healthy(r)
 
 
+def test_random_scenes_contact_volume():
+    """The same checks for the contact-volume model on 8 scenes of boxes and hulls (every
+    polyhedral pair kind: plane, box-box, box-hull, hull-hull volumes)."""
+    r = run("random", "polytopes:volume")
+    assert r["dtype"] == "float32" and len(r["seeds"]) >= 8
+    _check_healthy(r)
+
+
 def test_overlapping_starts_separate_at_the_capped_speed():
     """A box started half inside the floor and a sphere half inside a box are pushed
     apart at no more than ``max_depenetration_speed`` (0.5 m/s): the momentum-level

@@ -141,8 +141,9 @@ def translate(p: Polytope, t: Array) -> Polytope:
                       face_vert=p.face_vert + t)
 
 
-def polytope_contacts(a: Polytope, b: Polytope, nslot: int, margin=0.0):
-    """Point contacts of two convex polyhedra (see the module docstring).
+def polytope_contacts(a: Polytope, b: Polytope, nslot: int, margin=0.0, edges: bool = True):
+    """Point contacts of two convex polyhedra (see the module docstring); with
+    ``edges=False`` (static) vertex-face contacts only.
 
     Shapes apart by a gap ``g <= margin`` (m) along the separating axis get
     speculative contacts: the contacts they would have if ``b`` moved the gap towards
@@ -159,13 +160,13 @@ def polytope_contacts(a: Polytope, b: Polytope, nslot: int, margin=0.0):
     near = gap <= margin
     reach = jnp.where(near, margin - gap, 0.0)
     depth, pos, normal, feature, found, ncand = _touching_contacts(
-        a, translate(b, -gap * normal), nslot, normal, sat_depth + gap, reach)
+        a, translate(b, -gap * normal), nslot, normal, sat_depth + gap, reach, edges)
     return (depth - gap, pos + 0.5 * gap * normal, normal, feature, found & near,
             jnp.where(near, ncand, 0))
 
 
 def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_depth: Array,
-                       reach: Array):
+                       reach: Array, edges: bool = True):
     """Contacts of two touching or overlapping polytopes, and of vertices within
     ``reach`` (m) of the other's faces (negative depth)."""
     dtype = a.vert.dtype
@@ -188,7 +189,7 @@ def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_
     # matrix products of per-edge quantities (several times faster batched than
     # vmapping a segment-segment routine over the pairs)
     qa, qb, ok_e = _edge_crossings(a, b, normal, tol)
-    ok_e = (ok_e & touching).reshape(-1)
+    ok_e = (ok_e & touching & edges).reshape(-1)
     depth_e = ((qa - qb) @ normal).reshape(-1)
     pos_e = (0.5 * (qa + qb)).reshape(-1, 3)
 

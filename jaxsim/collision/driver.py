@@ -138,7 +138,8 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
             return v(convex.sphere_convex)(p1, s1[:, 0], poly, face, margin)
         return v(convex.capsule_convex)(p1, r1, s1[:, 0], s1[:, 1], poly, face, margin)
     a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
-    return v(convex.polytope_contacts, (0, 0, None, 0))(a, b, nslot, margin)
+    edges = model.opt.edge_contacts
+    return v(lambda a, b, m: convex.polytope_contacts(a, b, nslot, m, edges))(a, b, margin)
 
 
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:

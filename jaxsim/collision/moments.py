@@ -125,11 +125,15 @@ def fit_twist(Q: Array, c: Array, reg: Array | float = 0.0) -> Array:
     6x6 factorization is dozens of tiny ops, the dominant cost of a batch-1 step.
     """
     S = Q[0, 0] + reg
+    ok = S > 0
+    S = jnp.where(ok, S, 1.0)  # an empty volume (Q = 0): no fit, zero twist
     m = jnp.stack([Q[5, 1], Q[3, 2], Q[4, 0]])  # [m x] = Q[3:, :3]
     K = Q[3:, 3:] + reg * jnp.eye(3, dtype=Q.dtype)
     mx = math.skew(m)
     schur = K + mx @ mx / S
     rhs = c[3:] - jnp.cross(m, c[:3]) / S
     adj = jnp.stack([jnp.cross(schur[1], schur[2]), jnp.cross(schur[2], schur[0]), jnp.cross(schur[0], schur[1])], 1)
-    omega = adj @ rhs / (schur[0] @ adj[:, 0])
-    return jnp.concatenate([(c[:3] + jnp.cross(m, omega)) / S, omega])
+    det = schur[0] @ adj[:, 0]
+    ok = ok & (det > 0)
+    omega = adj @ rhs / jnp.where(ok, det, 1.0)
+    return jnp.where(ok, jnp.concatenate([(c[:3] + jnp.cross(m, omega)) / S, omega]), 0.0)

@@ -149,7 +149,9 @@ def _polygon_qp(P: Array, q: Array, start: Array, stop: Array, mask: Array, keep
     Pr = P + reg * jnp.eye(2, dtype=P.dtype)
     lin = q - reg * keep
     det = Pr[0, 0] * Pr[1, 1] - Pr[0, 1] * Pr[1, 0]  # 2x2 in closed form (no LAPACK call)
-    free = -jnp.stack([Pr[1, 1] * lin[0] - Pr[0, 1] * lin[1], Pr[0, 0] * lin[1] - Pr[1, 0] * lin[0]]) / det
+    ok = det > 0  # no normal force (P = 0, the regularization underflows in float32): stay
+    free = -jnp.stack([Pr[1, 1] * lin[0] - Pr[0, 1] * lin[1], Pr[0, 0] * lin[1] - Pr[1, 0] * lin[0]])
+    free = jnp.where(ok, free / jnp.where(ok, det, 1.0), keep)
     edge = stop - start
     cross = edge[:, 0] * (free[1] - start[:, 1]) - edge[:, 1] * (free[0] - start[:, 0])
     inside = jnp.all(jnp.where(mask, cross >= 0, True))
