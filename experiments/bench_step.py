@@ -34,6 +34,10 @@ MuJoCo, so timestep, integrator, geoms and contact filtering are the same):
   ant       gymnasium's ant.xml (RK4, dt 0.01)
   humanoid  gymnasium's humanoid.xml (RK4, dt 0.003)
 
+``cube:volume`` and ``boxes8:volume`` (not in the default list) time jaxsim with the
+contact-volume model (``contact="volume"``: one slot per polyhedral pair) on the same
+scene; MJX and MuJoCo C are timed again in that row, so every ratio is from one run.
+
 boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots).
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all
 slots): it solves for at most that many deepest active contacts per step (the rest
@@ -121,6 +125,7 @@ SCENES = {
     "humanoid": os.path.join(ASSETS, "humanoid.xml"),
 }
 LIMITED = ("ant", "humanoid")  # scenes that get --max-contacts
+VARIANTS = ["cube:volume", "boxes8:volume"]  # scene:contact model (jaxsim side; MJX timed again)
 
 
 def scene_xml(name: str) -> str:
@@ -352,10 +357,13 @@ def print_iterations(iters: dict) -> None:
 # ---------------------------------------------------------------- main
 
 def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
-    xml = scene_xml(name)
-    opts = {"max_contacts": a.max_contacts} if name in LIMITED else {}
-    if name == "boxes8":
+    base, _, contact = name.partition(":")  # "cube:volume": jaxsim with that contact model
+    xml = scene_xml(base)
+    opts = {"max_contacts": a.max_contacts} if base in LIMITED else {}
+    if base == "boxes8":
         opts = {"max_contacts": a.boxes8_max_contacts}
+    if contact:
+        opts["contact"] = contact
     model = load_mjcf(xml, dtype=jnp.float32, **opts)
     mm0 = mujoco.MjModel.from_xml_string(xml)
     slots = int(jaxsim.make_state(model).contact.active.shape[0])
@@ -449,7 +457,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
+    p.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES) + VARIANTS)
     p.add_argument("--steps", type=int, default=10, help="steps per timed call (lax.scan length)")
     p.add_argument("--max-contacts", type=int, default=16,
                    help="jaxsim max_contacts for ant and humanoid (0: all slots)")
@@ -503,7 +511,7 @@ def main() -> None:
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump({"machine": info, "args": vars(a), "wall_s": wall,
-                   "scenes": {k: SCENES[k] for k in a.scenes}, "scene_notes": notes,
+                   "scenes": {k: SCENES[k.partition(":")[0]] for k in a.scenes}, "scene_notes": notes,
                    "failed": failed, "results": rows, "iterations": iters}, fh, indent=2)
     print(f"wrote {a.out}")
 

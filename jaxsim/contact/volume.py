@@ -145,6 +145,8 @@ def _polygon_qp(P: Array, q: Array, start: Array, stop: Array, mask: Array, keep
     (start, stop (N, 2), counter-clockwise, mask (N,)): the unconstrained minimum if
     inside (left of every segment), else the best point of the segments. An empty
     polygon keeps ``keep``."""
+    if start.shape[0] == 0:  # a scene without polyhedral pairs: point slots only
+        return keep
     reg = 1e-9 * jnp.trace(P) + 1e-30
     Pr = P + reg * jnp.eye(2, dtype=P.dtype)
     lin = q - reg * keep
