@@ -172,3 +172,42 @@ def test_gradients_match_finite_differences():
     scale = np.abs(np.asarray(fd)).max()
     np.testing.assert_allclose(np.asarray(jac), np.asarray(fd), atol=1e-6 * scale)
     np.testing.assert_allclose(np.asarray(jac_rev), np.asarray(jac), atol=1e-9 * scale)
+
+
+def test_fan_section_bounds_the_sorted_section():
+    """``volume.fan_section`` (segments, no sorting) against ``volume.section`` (sorted
+    corners) on 40 random clipped boxes cut through their centroid by tilted planes:
+    every corner lies on or left of every segment, and the segments' total length is
+    the polygon's perimeter."""
+    from jaxsim.collision import convex
+
+    rng = np.random.default_rng(4)
+    floor = jnp.asarray([0.0, 0.0, 1.0])
+    cases = []
+    for _ in range(40):
+        rot, size = _rotation(rng), rng.uniform(0.02, 0.1, 3)
+        rot = rot * np.sign(np.linalg.det(rot))  # a proper rotation (the faces' corner order)
+        pos = np.r_[rng.uniform(-0.02, 0.02, 2), rng.uniform(-0.5, 0.5) * size.min()]
+        cut = rng.normal(size=3) * 0.2 + np.r_[0, 0, 1]
+        cases.append((pos, rot, size, cut / np.linalg.norm(cut)))
+
+    @jax.jit
+    @jax.vmap
+    def both(pos, rot, size, cut):
+        b = convex.box_polytope(pos, rot, size)
+        poly = volume.clip(b.face_vert, b.normal, b.face_mask, floor, jnp.asarray(0.0))
+        nb, db = volume.box_halfspaces(size, pos, rot)
+        sec = volume.section(jnp.concatenate([floor[None], nb]), jnp.concatenate([jnp.zeros(1), db]),
+                             poly.centroid, cut, 16)
+        return volume.fan_section(poly, poly.centroid, cut), sec.corners, sec.corner_mask, poly.valid
+
+    (start, stop, mask), corners, cmask, valid = both(*(jnp.asarray(np.stack(x)) for x in zip(*cases)))
+    assert np.all(np.asarray(valid))
+    for i, (*_, cut) in enumerate(cases):
+        st, sp, m = (np.asarray(x[i])[np.asarray(mask[i])] for x in (start, stop, mask))
+        cr = np.asarray(corners[i])[np.asarray(cmask[i])]
+        edge = sp - st
+        side = np.einsum("kci,i->kc", np.cross(edge[:, None], cr[None] - st[:, None]), cut)
+        assert side.min() > -1e-12, i
+        perimeter = np.linalg.norm(np.roll(cr, -1, 0) - cr, axis=1).sum()
+        np.testing.assert_allclose(np.linalg.norm(edge, axis=1).sum(), perimeter, rtol=1e-9, err_msg=str(i))
