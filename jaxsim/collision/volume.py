@@ -429,7 +429,6 @@ def clip(face_vert: Array, face_normal: Array, face_mask: Array, normal: Array, 
       The :class:`Polyhedron`: face 0 is the cut (owner 0), faces 1..F are B's (owner
       1); ``vert`` holds the clipped edges' start points (with copies).
     """
-    dtype = face_vert.dtype
     nface, k = face_vert.shape[:2]
     b_offsets = jnp.sum(face_normal * face_vert[:, 0], -1)
     tol, _ = _tolerances(jnp.concatenate([offset[None], jnp.where(face_mask, b_offsets, 0.0)]), tol)
@@ -484,7 +483,7 @@ def clip(face_vert: Array, face_normal: Array, face_mask: Array, normal: Array, 
                       face_owner=jnp.asarray(np.r_[0, np.ones(nface, np.int32)], jnp.int32),
                       face_area=area, face_centroid=face_centroid, volume=jnp.where(valid, vol, 0.0),
                       centroid=centroid, valid=valid, fan_apex=apex, fan_start=fan_start, fan_stop=fan_stop,
-                      fan_normal=fan_normal.astype(dtype), fan_mask=fan_mask)
+                      fan_normal=fan_normal, fan_mask=fan_mask)
 
 
 def fan_section(poly: Polyhedron, point: Array, normal: Array) -> tuple[Array, Array, Array]:

@@ -188,20 +188,19 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     y0 = jnp.concatenate([jnp.where(problem.kept[:, None], problem.prev_impulse[:, :3], 0.0).reshape(-1),
                           jnp.zeros((nr,), dtype)])
 
-    def forces(G, y, shift):
+    H_ii = jnp.einsum("iaib->iab", H[:6 * m, :6 * m].reshape(m, 6, m, 6))  # each slot's own block
+
+    def forces(G, y, gs):
         Hy = G.T @ H @ G
-        gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
         y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lower, upper, mu), y, opt.solver_tol,
                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
         return y, st, G @ y
 
-    def pressure_centres(theta, y, shift):
-        """Each theta's exact 2-D QP with the forces ``y`` and the other slots fixed."""
-        x = _expand(_lever(theta), nr) @ y
-        gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
+    def pressure_centres(theta, y, x, gs):
+        """Each theta's exact 2-D QP with the forces ``y`` (rows ``x = G(theta) y``) and
+        the other slots fixed."""
         grad = H @ x + gs
         f = y[:3 * m].reshape(m, 3)
-        H_ii = jnp.einsum("iaib->iab", H[:6 * m, :6 * m].reshape(m, 6, m, 6))
         x0 = jnp.concatenate([f, jnp.zeros_like(f)], -1)
         other = grad[:6 * m].reshape(m, 6) - jnp.einsum("mij,mj->mi", H_ii, x[:6 * m].reshape(m, 6))
         z = jnp.zeros_like(f[:, 0])
@@ -220,16 +219,18 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     def round_(state, _):
         """The centres of pressure for the current forces (from the last step's at
         first; none move without a normal force), then the forces at them."""
-        theta, y, shift, it, res = state
-        theta = pressure_centres(theta, y, shift)
-        y, st, x = forces(_expand(_lever(theta), nr), y, shift)
+        theta, y, x, shift, it, res = state
+        gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
+        theta = pressure_centres(theta, y, x, gs)
+        y, st, x = forces(_expand(_lever(theta), nr), y, gs)
         shift = slip_shift(space.A @ x + space.b)
-        return (theta, y, shift, it + st.iterations, jnp.maximum(res, st.residual)), x
+        return (theta, y, x, shift, it + st.iterations, jnp.maximum(res, st.residual)), None
 
     shift0 = slip_shift(space.J @ problem.v)
-    init_state = (theta0, y0, shift0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
-    (theta, y, shift, it, res), xs = jax.lax.scan(round_, init_state, None, length=p.alternations)
-    x = jnp.where(active6, xs[-1], 0.0)
+    x0 = _expand(_lever(theta0), nr) @ y0
+    init_state = (theta0, y0, x0, shift0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
+    (theta, _, x, _, it, res), _ = jax.lax.scan(round_, init_state, None, length=p.alternations)
+    x = jnp.where(active6, x, 0.0)
     return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0)), SolverStats(it, res))
 
 
