@@ -66,9 +66,10 @@ MuJoCo's rule), decided per slot from its tangential speed at the step's start
 against ``slip_speed`` (0.01 m/s, Springhead's V_f):
   * sticking: the static cone ``|f_t| <= mu_s f_n`` inside the QP (RoKi-FD's choice);
     the relaxed solve spreads a face's friction over its points as the cones allow.
-  * sliding: the kinetic cone ``|f_t| <= mu_k w(|v_t|) f_n`` with
-    ``w(x) = 1 - exp(-k_w x)`` (Yamane & Nakamura's factor: no dither near zero slip,
-    the paper's eq. 20), and the normal row's target raised by ``mu |v_t|`` (De
+  * sliding: the kinetic cone ``|f_t| <= mu_k f_n`` (the paper's factor
+    ``w(|v_t|) = 1 - exp(-k_w |v_t|)`` of eq. 20 is left out: with the mode decided at
+    the step's end there is no dither for it to remove, and it made the SPEC cube
+    scenes depend on dt), and the normal row's target raised by ``mu |v_t|`` (De
     Saxce's modified velocity ``u + mu ||u_T|| e_n``): a cone's complementarity alone
     gives a sliding contact a separating velocity ``mu |v_t|`` (Anitescu's relaxation:
     a box sliding at 2 m/s would hop at 0.6 m/s), the shift cancels it. Friction from

@@ -17,9 +17,14 @@ Per volume:
    than the collision's sliver, or apart, targets ``v_n = depth / dt`` (close at most
    the gap: a speculative contact), and the sliver's own thickness is taken out of
    the target.
-2. Wrench. The resultant ``f`` (normal >= 0, inside the friction cone ``mu_s``) acts
-   at ``r = slot point + theta`` (theta in the contact plane), so the slot's 6 rows
-   carry ``[f; r x f]``: no torsional moment of its own, as in the seed.
+2. Wrench. The resultant ``f`` (normal >= 0, inside a friction cone) acts at
+   ``r = slot point + theta`` (theta in the contact plane), so the slot's 6 rows
+   carry ``[f; r x f]``: no torsional moment of its own, as in the seed. Friction as
+   in the point model (``point.friction_mode``): the static cone ``mu_s`` while the
+   slot point slips slower than ``slip_speed``, the kinetic ``mu_k`` above it, with
+   De Saxce's shift. With ``mu_s`` throughout, the 15-degree cube of SPEC 3, sliding
+   at 0.5 m/s as its face slapped down, was tripped onto its leading edge and rocked
+   up 11 degrees.
 3. Solve (the seed's alternation), ``alternations`` rounds under ``lax.scan``. Each
    round first moves every theta to the exact minimum of its 2-D QP with the forces
    fixed (the unconstrained minimum if it lies in the cross-section, else the best
@@ -28,9 +33,9 @@ Per volume:
    theta), then solves the impulses of all slots and generic rows at those thetas:
    the shared QP ``min 1/2 x^T (A + R) x + x^T (b - v*)`` (``x = G(theta) y``, ``y``
    the forces and row impulses; ``R`` the relaxation, ``lambda`` times the diagonal
-   of ``A``). Each round also updates De Saxce's shift ``mu |v_t|`` on the normal
-   target from the slip it left (the cone QP alone would lift a sliding body at that
-   speed), as the point model does. Two rounds by default: at rest the warm start
+   of ``A``). Each round also updates the friction mode and De Saxce's shift
+   ``mu |v_t|`` on the normal target from the slip it left (the cone QP alone would
+   lift a sliding body at that speed), as the point model does. Two rounds by default: at rest the warm start
    has already converged, and a third round cost 25 % of a batch-1 step for no
    change the scene tests could see.
 
@@ -55,7 +60,7 @@ from jaxsim import math
 from jaxsim.collision import moments
 from jaxsim.collision import volume as geometry
 from jaxsim.collision.regions import SLIVER
-from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact import ContactModel, Problem, Solution, param, point, register
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
 
@@ -67,6 +72,7 @@ class VolumeParams:
     contact_stiffness: Array = param(100.0, "1/s, k of SPEC 3: a contact region separates at k times its depth")
     contact_relaxation: Array = param(0.01, "lambda: relaxation of the wrench QP, relative to the diagonal of A")
     max_depenetration_speed: Array = param(0.5, "m/s, cap on the separation speed the depth asks for")
+    slip_speed: Array = param(0.01, "m/s, tangential speed above which a volume slips (kinetic friction)")
     alternations: int = param(2, "rounds of force then centre-of-pressure solves (static)", minimum=1, static=True)
 
 
@@ -181,7 +187,6 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     diag = jnp.diagonal(space.A)
     H = space.A + jnp.diag(p.contact_relaxation * diag)
     g = jnp.where(active6, space.b - target, 0.0)
-    mu = problem.slots.friction[:, 0].astype(dtype)
     lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
     upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
     theta0 = jnp.where(is_volume[:, None] & problem.kept[:, None], carry.theta, 0.0)
@@ -190,7 +195,7 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
 
     H_ii = jnp.einsum("iaib->iab", H[:6 * m, :6 * m].reshape(m, 6, m, 6))  # each slot's own block
 
-    def forces(G, y, gs):
+    def forces(G, y, gs, mu):
         Hy = G.T @ H @ G
         y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lower, upper, mu), y, opt.solver_tol,
                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
@@ -211,24 +216,26 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         new = jax.vmap(_polygon_qp)(P, q, *section, theta)
         return jnp.where(is_volume[:, None], new, 0.0)
 
-    def slip_shift(v_rows):
-        """De Saxce's shift mu |v_t| on the normal target (as the point model): the
-        cone QP alone would lift a sliding body at mu |v_t|."""
-        return mu * jnp.sqrt(jnp.sum(v_rows[:6 * m].reshape(m, 6)[:, 1:3] ** 2, -1) + 1e-30)
+    def friction(v_rows):
+        """The point model's friction mode from the slot point's slip (static cone
+        ``mu_s`` when it sticks, kinetic ``mu_k`` when it slips) and De Saxce's shift
+        ``mu |v_t|`` on the normal target (the cone QP alone would lift a sliding body
+        at ``mu |v_t|``)."""
+        vt = math.safe_norm(v_rows[:6 * m].reshape(m, 6)[:, 1:3])
+        _, mu, shift = point.friction_mode(model, problem, c_.active, vt)
+        return mu.astype(dtype), shift
 
     def round_(state, _):
         """The centres of pressure for the current forces (from the last step's at
         first; none move without a normal force), then the forces at them."""
-        theta, y, x, shift, it, res = state
+        theta, y, x, (mu, shift), it, res = state
         gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
         theta = pressure_centres(theta, y, x, gs)
-        y, st, x = forces(_expand(_lever(theta), nr), y, gs)
-        shift = slip_shift(space.A @ x + space.b)
-        return (theta, y, x, shift, it + st.iterations, jnp.maximum(res, st.residual)), None
+        y, st, x = forces(_expand(_lever(theta), nr), y, gs, mu)
+        return (theta, y, x, friction(space.A @ x + space.b), it + st.iterations, jnp.maximum(res, st.residual)), None
 
-    shift0 = slip_shift(space.J @ problem.v)
     x0 = _expand(_lever(theta0), nr) @ y0
-    init_state = (theta0, y0, x0, shift0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
+    init_state = (theta0, y0, x0, friction(space.J @ problem.v), jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
     (theta, _, x, _, it, res), _ = jax.lax.scan(round_, init_state, None, length=p.alternations)
     x = jnp.where(active6, x, 0.0)
     return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0)), SolverStats(it, res))
