@@ -125,23 +125,28 @@ def spec_trace(model, traj) -> dict:
     total = fn.sum(1)
     cop_y = (fn * np.asarray(cf.cop_w)[..., 1]).sum(1) / np.where(total > 1e-9, total, np.nan) - pos[:, 1]
     tilt = np.degrees(np.arccos(np.clip(np.max(np.abs(_axes_z(quat)), 1), 0.0, 1.0)))
-    return dict(penetration=np.maximum(-world[..., 2].min(1), 0.0), normal_force=total, cop_y=cop_y, tilt=tilt)
+    return dict(penetration=np.maximum(-world[..., 2].min(1), 0.0), normal_force=total, cop_y=cop_y, tilt=tilt,
+                speed=np.linalg.norm(np.asarray(traj.v[:, :2]), axis=1))
 
 
 def spec_summary(tr: dict) -> dict:
     """Deepest penetration, mean normal force for t >= SETTLED (and over m g), when the
-    face is down for good (tilt < 0.5 deg from then on) and the largest step-to-step
-    CoP-y jump after that."""
+    face is down for good (tilt < 0.5 deg from then on), the largest step-to-step
+    CoP-y jump after that and how many exceed 2 mm, and the mean CoP y while the face
+    slides (faster than 2 cm/s; Coulomb's answer: mu_k times the half size ahead)."""
     t = np.arange(1, len(tr["normal_force"]) + 1) * DT
     settled = t >= SETTLED
     tilted = np.flatnonzero(tr["tilt"] >= 0.5)
     first = int(tilted.max()) + 1 if tilted.size else 0
     jumps = np.abs(np.diff(tr["cop_y"][first:]))
+    sliding = (t >= t[min(first, len(t) - 1)]) & (tr["speed"] > 0.02) & (tr["normal_force"] > 0)
     return dict(max_penetration_mm=float(tr["penetration"].max() * 1e3),
                 settled_normal_force=float(tr["normal_force"][settled].mean()),
                 settled_over_mg=float(tr["normal_force"][settled].mean() / (MASS * G)),
                 face_down_s=float(t[first]) if first < len(t) else None,
-                max_cop_jump_mm=float(np.nanmax(jumps) * 1e3) if jumps.size else None)
+                max_cop_jump_mm=float(np.nanmax(jumps) * 1e3) if jumps.size else None,
+                cop_jumps_over_2mm=int(np.sum(jumps > 2e-3)),
+                sliding_cop_y_mm=float(np.mean(tr["cop_y"][sliding]) * 1e3) if sliding.any() else None)
 
 
 def test_cube_rests_with_its_centre_of_pressure_under_the_com():
