@@ -166,7 +166,7 @@ class _Geom:
     pos: np.ndarray
     quat: np.ndarray
     friction: np.ndarray
-    restitution: float
+    restitution: float | None  # None: the contact model's default
     rgba: np.ndarray
     contype: int
     conaffinity: int
@@ -422,7 +422,7 @@ class ModelBuilder:
 
     def add_geom(self, body: str, type: str, size=(0.0, 0.0, 0.0), *, name: str | None = None,
                  pos=(0, 0, 0), quat=(1, 0, 0, 0), friction=DEFAULT_FRICTION,
-                 restitution: float = 0.0, rgba=(0.6, 0.6, 0.7, 1.0), contype: int = 1,
+                 restitution: float | None = None, rgba=(0.6, 0.6, 0.7, 1.0), contype: int = 1,
                  conaffinity: int = 1, vertices=None, faces=None, heights=None) -> str:
         """Add a collision shape to ``body`` ("world" for static geometry).
 
@@ -433,7 +433,8 @@ class ModelBuilder:
             "hfield" (static terrain: ``heights`` (nrow, ncol) in [0, 1], size =
             (half x, half y, top z, base depth) as in MuJoCo).
           friction: (static, kinetic) coefficients.
-          restitution: coefficient in [0, 1].
+          restitution: coefficient in [0, 1]; None: the contact model's default
+            (``ContactModel.default_restitution``: 0.4 for ``springhead``, else 0).
         """
         if type not in _GEOMS:
             raise ModelError(f"geom on body {body!r}: unknown type {type!r}; supported: {sorted(_GEOMS)}")
@@ -448,7 +449,7 @@ class ModelBuilder:
         friction = _vec(friction, 2, f"{where} friction")
         if np.any(friction < 0):
             raise ModelError(f"{where}: friction must be >= 0, got {friction.tolist()}")
-        if not 0 <= restitution <= 1:
+        if restitution is not None and not 0 <= restitution <= 1:
             raise ModelError(f"{where}: restitution must be in [0, 1], got {restitution}")
         mesh = hfield = -1
         if gtype == GeomType.CONVEX:
@@ -463,7 +464,7 @@ class ModelBuilder:
             self.hfields.append((hsize, h))
             hfield = len(self.hfields) - 1
         self.geoms.append(_Geom(name, body, gtype, size, _vec(pos, 3, f"{where} pos"),
-                                _unit(quat, 4, f"{where} quat"), friction, float(restitution),
+                                _unit(quat, 4, f"{where} quat"), friction, restitution,
                                 _vec(rgba, 4, f"{where} rgba"), int(contype), int(conaffinity), mesh,
                                 hfield))
         return name
@@ -756,6 +757,7 @@ class ModelBuilder:
         table = [pr for pr in candidate_pairs(topo) if pr not in explicit] + list(explicit)
         body_name = topo.body_name
         modes, friction, restitution, stiffness, damping = [], [], [], [], []
+        cm = contact_models.get(self.contact)
         for a, b in table:
             ga, gb, p = self.geoms[a], self.geoms[b], explicit.get((a, b))
             pair_bodies = {body_name[topo.geom_body[a]], body_name[topo.geom_body[b]]}
@@ -767,8 +769,9 @@ class ModelBuilder:
                     mode = m
             modes.append(p.mode if p is not None and p.mode is not None else mode)
             pick = lambda attr, default: default if p is None or getattr(p, attr) is None else getattr(p, attr)  # noqa: E731
-            friction.append(pick("friction", np.maximum(ga.friction, gb.friction)))  # MuJoCo: the larger
-            restitution.append(pick("restitution", 0.5 * (ga.restitution + gb.restitution)))
+            blend = np.maximum if cm.friction_blend == "max" else lambda x, y: 0.5 * (x + y)  # noqa: E731
+            friction.append(pick("friction", blend(ga.friction, gb.friction)))  # MuJoCo: the larger
+            restitution.append(pick("restitution", 0.5 * (self._restitution(ga) + self._restitution(gb))))
             stiffness.append(pick("stiffness", self.penalty[0]))
             damping.append(pick("damping", self.penalty[1]))
         topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
@@ -783,6 +786,10 @@ class ModelBuilder:
                        density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
                        **{name: arr(value) for name, value in self.stage_params.items()},
                        contact=self.contact, fluid=self.density > 0 or self.viscosity > 0, **self.flags)
+
+    def _restitution(self, geom: _Geom) -> float:
+        """A geom's restitution, the contact model's default where it set none."""
+        return contact_models.get(self.contact).default_restitution if geom.restitution is None else geom.restitution
 
     def build(self, dtype=jnp.float32) -> Model:
         """Validate and return the Model (float arrays in ``dtype``)."""
@@ -877,7 +884,7 @@ class ModelBuilder:
             geom_pos=arr([g.pos for g in self.geoms], (ng, 3)),
             geom_quat=arr([g.quat for g in self.geoms], (ng, 4)),
             geom_friction=arr([g.friction for g in self.geoms], (ng, 2)),
-            geom_restitution=arr([g.restitution for g in self.geoms], (ng,)),
+            geom_restitution=arr([self._restitution(g) for g in self.geoms], (ng,)),
             geom_rgba=arr([g.rgba for g in self.geoms], (ng, 4)),
             mesh_vert=arr(sh["mesh_vert"]),
             mesh_face=jnp.asarray(sh["mesh_face"]),

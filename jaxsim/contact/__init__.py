@@ -97,11 +97,16 @@ class ContactModel:
     doc: str = ""
     collision: str = "points"  # what slots of polyhedral pairs hold: "points", "polygon", "volume"
     slot_rows: int = 3  # rows per slot: 3 (force) or 6 (force, then torque about the slot point)
+    friction_blend: str = "max"  # a pair's friction from its geoms': "max" (MuJoCo) or "mean" (Springhead)
+    default_restitution: float = 0.0  # of a geom that sets none
 
     def __post_init__(self):
         if self.collision not in ("points", "polygon", "volume"):
             raise ValueError(f"contact model {self.name!r}: collision must be 'points', 'polygon' or "
                              f"'volume', got {self.collision!r}")
+        if self.friction_blend not in ("max", "mean"):
+            raise ValueError(f"contact model {self.name!r}: friction_blend must be 'max' or 'mean', "
+                             f"got {self.friction_blend!r}")
         if self.slot_rows not in (3, 6):
             raise ValueError(f"contact model {self.name!r}: slot_rows must be 3 or 6, got {self.slot_rows}")
 
@@ -122,12 +127,15 @@ def get(name: str) -> ContactModel:
         raise ValueError(f"unknown contact model {name!r}; registered: {sorted(MODELS)}") from None
 
 
-def param(default, doc: str = "", minimum: float | None = 0.0, static: bool = False):
+def param(default, doc: str = "", minimum: float | None = 0.0, static: bool = False, choices=None):
     """A field of a model's ``params`` dataclass: default value, description (with
-    units) and the smallest allowed value (None: any finite value)."""
+    units) and the smallest allowed value (None: any finite value); a static field
+    may name its allowed values (``choices``)."""
     meta = {"doc": doc, "minimum": minimum, "default": default}
     if static:
         meta["static"] = True
+    if choices is not None:
+        meta["choices"] = tuple(choices)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -149,6 +157,13 @@ def make_params(name: str, dtype, **values):
     for key, f in fields.items():
         value = values.get(key, f.default)
         if f.metadata.get("static"):
+            choices = f.metadata.get("choices")
+            if choices is not None and value not in choices:
+                raise ValueError(f"contact model {name!r}: {key} must be one of {list(choices)}, got {value!r}")
+            if choices is None and isinstance(f.default, int) and (
+                    not isinstance(value, (int, np.integer)) or value < (f.metadata.get("minimum") or 0)):
+                raise ValueError(f"contact model {name!r}: {key} must be an integer >= "
+                                 f"{f.metadata.get('minimum') or 0}, got {value!r}")
             out[key] = value
             continue
         a = np.asarray(value, np.float64)
@@ -165,4 +180,4 @@ def zero_stats(dtype) -> SolverStats:
 
 
 # built-in models register themselves on import
-from jaxsim.contact import penalty, point, volume  # noqa: E402,F401
+from jaxsim.contact import penalty, point, springhead, volume  # noqa: E402,F401

@@ -1,0 +1,182 @@
+"""Springhead's contact model (SPEC section 4, seed 002): constraints at the corners of
+the contact polygon, restitution for impacts, depth correction for resting contact,
+static/kinetic friction boxes.
+
+Slots: ``collision="polygon"`` (the corners of each polyhedral pair's contact polygon,
+every corner at the pair's depth, as Springhead's shape pair); sphere and capsule pairs
+keep their point slots (a one-corner polygon). Per slot, read from Springhead's
+``PHContactPoint`` (``CompBias``, ``Projection``):
+
+* frame: x the normal (relative velocity positive when separating), y along the
+  tangential relative velocity at the step's start (tangent 1 when it is ~0), z = x
+  cross y. The slot's rows are turned into this frame for the solve and back after.
+* normal row: an impact when the approach is faster than ``impact_threshold``
+  (``v_x < -V_th``): target ``v_x+ = -e v_x`` with ``e`` the pair's restitution (the
+  mean of the two geoms'), no depth correction; otherwise resting: target
+  ``v_x+ = gamma max(d - d_tol, 0) / dt`` (``gamma`` ``correction_rate``, ``d_tol``
+  ``contact_tolerance``), which leaves the depth ``d - gamma max(d - d_tol, 0)``.
+  ``f_x >= 0``, and a slot shallower than ``d_tol`` carries no force at all
+  (Springhead's projection): a body sinks to ``d_tol`` and rests there.
+* friction: a box per tangent axis, ``|f_y|, |f_z| <= mu0 f_x`` while the slot slips
+  slower than ``friction_threshold`` (``V_f``), ``<= mu f_x`` beyond, with ``mu0``,
+  ``mu`` the pair's static and kinetic friction.
+
+Solvers (``solver``, static):
+
+* ``"qp"``: the shared projected-gradient QP (``solver/qp.py``, ``cone="box"``),
+  ``min 1/2 x^T A x + x^T (b - target)`` over the boxes; that is the mixed LCP of the
+  rows, except that a box whose bound moves with ``f_x`` lifts a sliding slot at
+  ``mu |v_y|`` (the dual of the pyramid), so the normal target carries De Saxce's
+  shift ``mu |v_y|`` for sliding slots, from the slip left by a first solve (two
+  solves, as the point model). Gradients: implicit, at each solve's solution.
+* ``"pgs"``: Springhead's projected Gauss-Seidel, row by row in slot order (normal,
+  y, z; then the generic rows), ``pgs_sweeps`` sweeps (15), each friction row
+  clamped to the box of its slot's current normal force, warm-started from
+  ``warm_start`` (0.7) times the slot's impulse of the last step. Gradients: the
+  fixed sweeps are differentiated as they run (``lax.scan``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.solver import qp
+from jaxsim.types import Model, SolverStats, pytree_dataclass
+
+Array = jax.Array
+SOLVERS = ("qp", "pgs")
+
+
+@pytree_dataclass
+class SpringheadParams:
+    impact_threshold: Array = param(10.0, "m/s, V_th: an approach faster than this is an impact (restitution)")
+    correction_rate: Array = param(0.1, "gamma: share of the depth beyond contact_tolerance removed per step")
+    contact_tolerance: Array = param(0.002, "m, d_tol: a slot shallower than this carries no force")
+    friction_threshold: Array = param(0.01, "m/s, V_f: slip speed above which friction is kinetic")
+    warm_start: Array = param(0.7, "share of last step's impulses the Gauss-Seidel sweeps start from")
+    solver: str = param("qp", "'qp' (shared projected-gradient QP) or 'pgs' (Springhead's Gauss-Seidel)",
+                        static=True, choices=SOLVERS)
+    pgs_sweeps: int = param(15, "Gauss-Seidel sweeps per step (static)", minimum=1, static=True)
+
+
+def init(model: Model, n: int) -> tuple:
+    return ()
+
+
+def _turn(v_t: Array) -> Array:
+    """(m, 3, 3) rotations from a slot's contact frame (normal, tangent 1, tangent 2) to
+    Springhead's (normal, along the slip ``v_t`` (m, 2), normal cross that)."""
+    speed = jnp.sqrt(jnp.sum(v_t ** 2, -1))
+    moving = speed > 1e-9
+    safe = jnp.where(moving, speed, 1.0)
+    c = jnp.where(moving, v_t[:, 0] / safe, 1.0)
+    s = jnp.where(moving, v_t[:, 1] / safe, 0.0)
+    one, zero = jnp.ones_like(c), jnp.zeros_like(c)
+    return jnp.stack([jnp.stack([one, zero, zero], -1), jnp.stack([zero, c, s], -1),
+                      jnp.stack([zero, -s, c], -1)], -2)
+
+
+def _rotate_space(R: Array, A: Array, b: Array, nr: int):
+    """``T A T^T`` and ``T b`` for ``T`` block-diagonal: the slots' ``R`` (m, 3, 3), then
+    the identity on the nr generic rows (by broadcasting, no scatter)."""
+    m = R.shape[0]
+    T = (jnp.eye(m, dtype=R.dtype)[:, None, :, None] * R[:, :, None, :]).reshape(3 * m, 3 * m)
+    T = jnp.block([[T, jnp.zeros((3 * m, nr), R.dtype)], [jnp.zeros((nr, 3 * m), R.dtype), jnp.eye(nr, dtype=R.dtype)]])
+    return T, T @ A @ T.T, T @ b
+
+
+def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
+    """Per slot: normal target (m,) (module docstring), whether it carries force (m,),
+    and its box coefficient (m,)."""
+    p, dt = model.contact_params, model.opt.timestep
+    c_ = problem.contacts
+    e = problem.slots.restitution.astype(v_x.dtype)
+    impact = v_x < -p.impact_threshold
+    resting = p.correction_rate * jnp.maximum(c_.depth - p.contact_tolerance, 0.0) / dt
+    target = jnp.where(impact, -e * v_x, resting)
+    loaded = c_.active & (c_.depth >= p.contact_tolerance)
+    mu = jnp.where(slip > p.friction_threshold, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
+    return target, loaded, mu.astype(v_x.dtype)
+
+
+def _pgs(H: Array, g: Array, lower: Array, upper: Array, mu: Array, x0: Array, sweeps: int):
+    """Projected Gauss-Seidel on ``H x + g`` (rows: m slots of (normal, y, z), then the
+    generic rows), friction rows clamped to ``mu`` times their slot's current normal
+    impulse. Returns the impulses and the largest change of the last sweep (relative)."""
+    n, m = g.shape[0], mu.shape[0]
+    index = np.arange(n)
+    slot_row = jnp.asarray(index < 3 * m)
+    normal_of = jnp.asarray(np.where(index < 3 * m, 3 * (index // 3), 0))
+    friction_row = slot_row & jnp.asarray(index % 3 != 0)
+    mu_row = jnp.concatenate([jnp.repeat(mu, 3), jnp.zeros((n - 3 * m,), g.dtype)])
+    diag = jnp.diagonal(H)
+    inv = jnp.where(diag > 0, 1.0 / jnp.where(diag > 0, diag, 1.0), 0.0)
+
+    def row(x, i):
+        xi = x[i] - inv[i] * (H[i] @ x + g[i])
+        bound = mu_row[i] * x[normal_of[i]]
+        lo = jnp.where(friction_row[i], -bound, jnp.where(slot_row[i], 0.0, lower[i]))
+        hi = jnp.where(friction_row[i], bound, jnp.where(slot_row[i], jnp.inf, upper[i]))
+        return x.at[i].set(jnp.where(diag[i] > 0, jnp.clip(xi, lo, hi), 0.0)), None
+
+    def sweep(x, _):
+        new, _ = jax.lax.scan(row, x, jnp.arange(n))
+        return new, jnp.max(jnp.abs(new - x)) / jnp.maximum(jnp.max(jnp.abs(new)), 1e-12)
+
+    x, change = jax.lax.scan(sweep, x0, None, length=sweeps)
+    return x, change[-1]
+
+
+def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
+    """One step of Springhead's model on the problem's m slots and nr rows."""
+    p, opt, space = model.contact_params, model.opt, problem.space
+    c_, rows = problem.contacts, problem.rows
+    m, nr = c_.active.shape[0], rows.dist.shape[0]
+    dtype = space.b.dtype
+    v_start = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of the step
+    R = _turn(v_start[:, 1:])
+    T, A, b = _rotate_space(R, space.A, space.b, nr)
+    slip = jnp.sqrt(jnp.sum(v_start[:, 1:] ** 2, -1))
+    target, loaded, mu = _targets(model, problem, v_start[:, 0], slip)
+    # generic rows (joint limits): close at most the gap, remove gamma of a violation
+    limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
+    on = jnp.concatenate([jnp.repeat(loaded, 3), rows.active])
+    goal = jnp.concatenate([jnp.stack([target, jnp.zeros_like(target), jnp.zeros_like(target)], -1).reshape(-1),
+                            -limit])
+    H = jnp.where(on[:, None] & on[None, :], A, 0.0)
+    g = jnp.where(on, b - goal, 0.0)
+    lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
+    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
+    prev = jnp.where((problem.kept & loaded)[:, None], problem.prev_impulse[:, :3], 0.0)
+    prev = jnp.einsum("mij,mj->mi", R, prev).reshape(-1)
+
+    if p.solver == "pgs":
+        x0 = jnp.concatenate([p.warm_start * prev, jnp.zeros((nr,), dtype)])
+        x, change = _pgs(H, g, lower, upper, mu, x0, p.pgs_sweeps)
+        stats = SolverStats(jnp.asarray(p.pgs_sweeps, jnp.int32), change)
+    else:
+        def qp_solve(g_, x0):
+            return qp.solve(qp.QP(H, g_, lower, upper, mu), x0, opt.solver_tol, max_iter=opt.solver_iterations,
+                            block=(3, m), adjoint=opt.adjoint, cone="box")
+
+        def shift(x_):
+            """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""
+            v_end = (A[:3 * m] @ x_ + b[:3 * m]).reshape(m, 3)
+            s = jnp.sqrt(jnp.sum(v_end[:, 1:] ** 2, -1))
+            sliding = s > p.friction_threshold
+            return jnp.where(loaded & sliding, mu * s, 0.0)
+
+        x0 = jnp.concatenate([prev, jnp.zeros((nr,), dtype)])
+        x1, st1 = qp_solve(g.at[:3 * m:3].add(shift(jnp.zeros_like(g))), x0)
+        x, st2 = qp_solve(g.at[:3 * m:3].add(shift(x1)), x1)
+        stats = SolverStats(st1.iterations + st2.iterations, jnp.maximum(st1.residual, st2.residual))
+    x = jnp.where(on, T.T @ x, 0.0)
+    return Solution(x, (), stats)
+
+
+register(ContactModel("springhead", SpringheadParams, init, solve,
+                      "Springhead: polygon corners, restitution, depth tolerance, friction boxes (seed 002)",
+                      collision="polygon", slot_rows=3, friction_blend="mean", default_restitution=0.4))
