@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import math
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
@@ -69,7 +70,7 @@ def init(model: Model, n: int) -> tuple:
 def _turn(v_t: Array) -> Array:
     """(m, 3, 3) rotations from a slot's contact frame (normal, tangent 1, tangent 2) to
     Springhead's (normal, along the slip ``v_t`` (m, 2), normal cross that)."""
-    speed = jnp.sqrt(jnp.sum(v_t ** 2, -1))
+    speed = math.safe_norm(v_t)
     moving = speed > 1e-9
     safe = jnp.where(moving, speed, 1.0)
     c = jnp.where(moving, v_t[:, 0] / safe, 1.0)
@@ -139,7 +140,7 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     v_start = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of the step
     R = _turn(v_start[:, 1:])
     T, A, b = _rotate_space(R, space.A, space.b, nr)
-    slip = jnp.sqrt(jnp.sum(v_start[:, 1:] ** 2, -1))
+    slip = math.safe_norm(v_start[:, 1:])
     target, loaded, mu = _targets(model, problem, v_start[:, 0], slip)
     # generic rows (joint limits): close at most the gap, remove gamma of a violation
     limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
@@ -165,7 +166,7 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
         def shift(x_):
             """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""
             v_end = (A[:3 * m] @ x_ + b[:3 * m]).reshape(m, 3)
-            s = jnp.sqrt(jnp.sum(v_end[:, 1:] ** 2, -1))
+            s = math.safe_norm(v_end[:, 1:])
             sliding = s > p.friction_threshold
             return jnp.where(loaded & sliding, mu * s, 0.0)
 
