@@ -102,3 +102,14 @@ def contact_space(jac: Array, mass_factor, v_free: Array) -> ContactSpace:
     minv_jt = linalg.cho_solve(mass_factor, J.T)
     A = J @ minv_jt
     return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free)
+
+
+def block_diagonal(blocks: Array, nr: int) -> Array:
+    """Block-diagonal ``(rows m + nr, cols m + nr)``: the slots' blocks ``(m, rows, cols)``, then the
+    identity on the nr generic rows (built by broadcasting: a scatter is a separate
+    kernel on CPU). The volume model's levers and Springhead's frame turns."""
+    m, rows, cols = blocks.shape
+    dtype = blocks.dtype
+    diag = (jnp.eye(m, dtype=dtype)[:, None, :, None] * blocks[:, :, None, :]).reshape(rows * m, cols * m)
+    return jnp.block([[diag, jnp.zeros((rows * m, nr), dtype)],
+                      [jnp.zeros((nr, cols * m), dtype), jnp.eye(nr, dtype=dtype)]])

@@ -44,6 +44,7 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
 
@@ -78,15 +79,6 @@ def _turn(v_t: Array) -> Array:
     one, zero = jnp.ones_like(c), jnp.zeros_like(c)
     return jnp.stack([jnp.stack([one, zero, zero], -1), jnp.stack([zero, c, s], -1),
                       jnp.stack([zero, -s, c], -1)], -2)
-
-
-def _rotate_space(R: Array, A: Array, b: Array, nr: int):
-    """``T A T^T`` and ``T b`` for ``T`` block-diagonal: the slots' ``R`` (m, 3, 3), then
-    the identity on the nr generic rows (by broadcasting, no scatter)."""
-    m = R.shape[0]
-    T = (jnp.eye(m, dtype=R.dtype)[:, None, :, None] * R[:, :, None, :]).reshape(3 * m, 3 * m)
-    T = jnp.block([[T, jnp.zeros((3 * m, nr), R.dtype)], [jnp.zeros((nr, 3 * m), R.dtype), jnp.eye(nr, dtype=R.dtype)]])
-    return T, T @ A @ T.T, T @ b
 
 
 def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
@@ -139,7 +131,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     dtype = space.b.dtype
     v_start = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of the step
     R = _turn(v_start[:, 1:])
-    T, A, b = _rotate_space(R, space.A, space.b, nr)
+    T = block_diagonal(R, nr)  # to Springhead's frames; the generic rows stay
+    A, b = T @ space.A @ T.T, T @ space.b
     slip = math.safe_norm(v_start[:, 1:])
     target, loaded, mu = _targets(model, problem, v_start[:, 0], slip)
     # generic rows (joint limits): close at most the gap, remove gamma of a violation

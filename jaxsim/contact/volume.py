@@ -61,6 +61,7 @@ from jaxsim.collision import moments
 from jaxsim.collision import volume as geometry
 from jaxsim.collision.regions import SLIVER
 from jaxsim.contact import ContactModel, Problem, Solution, param, point, register
+from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
 
@@ -136,14 +137,6 @@ def _lever(theta: Array) -> Array:
     r = jnp.concatenate([jnp.zeros_like(theta[:, :1]), theta], -1)
     eye = jnp.broadcast_to(jnp.eye(3, dtype=theta.dtype), r.shape[:1] + (3, 3))
     return jnp.concatenate([eye, math.skew(r)], 1)
-
-
-def _expand(G: Array, nr: int) -> Array:
-    """Block-diagonal (6m + nr, 3m + nr) of the slots' levers and the rows' identity
-    (built by broadcasting: a scatter is a separate kernel on CPU)."""
-    m, dtype = G.shape[0], G.dtype
-    blocks = (jnp.eye(m, dtype=dtype)[:, None, :, None] * G[:, :, None, :]).reshape(6 * m, 3 * m)
-    return jnp.block([[blocks, jnp.zeros((6 * m, nr), dtype)], [jnp.zeros((nr, 3 * m), dtype), jnp.eye(nr, dtype=dtype)]])
 
 
 def _polygon_qp(P: Array, q: Array, start: Array, stop: Array, mask: Array, keep: Array) -> Array:
@@ -231,10 +224,10 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         theta, y, x, (mu, shift), it, res = state
         gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
         theta = pressure_centres(theta, y, x, gs)
-        y, st, x = forces(_expand(_lever(theta), nr), y, gs, mu)
+        y, st, x = forces(block_diagonal(_lever(theta), nr), y, gs, mu)
         return (theta, y, x, friction(space.A @ x + space.b), it + st.iterations, jnp.maximum(res, st.residual)), None
 
-    x0 = _expand(_lever(theta0), nr) @ y0
+    x0 = block_diagonal(_lever(theta0), nr) @ y0
     init_state = (theta0, y0, x0, friction(space.J @ problem.v), jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
     (theta, _, x, _, it, res), _ = jax.lax.scan(round_, init_state, None, length=p.alternations)
     x = jnp.where(active6, x, 0.0)
