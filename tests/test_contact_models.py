@@ -109,10 +109,8 @@ def test_contract_rest_slide_and_force_query(contract_run):
     assert not np.any(np.asarray(final.nonfinite))
     mass = np.asarray(models.body_mass)[:, 1]
     gravity = np.asarray(models.opt.gravity)
-    # at rest: on the floor (penalty: sunk m g / (4 k), 2.5 micrometres; springhead:
-    # its contact tolerance deep, where corners start to carry force), no drift
-    sunk = float(getattr(models.contact_params, "contact_tolerance", np.zeros(1))[0])
-    assert abs(q[0, 2] - 0.05 + sunk) < 1e-4 and np.abs(q[0, :2]).max() < 1e-5 and np.abs(v[0]).max() < 1e-4
+    # at rest: on the floor (penalty: sunk m g / (4 k), 2.5 micrometres), no drift
+    assert abs(q[0, 2] - 0.05) < 1e-4 and np.abs(q[0, :2]).max() < 1e-5 and np.abs(v[0]).max() < 1e-4
     np.testing.assert_allclose(force[0], -mass[0] * gravity[0], atol=5e-3 * mass[0] * G)
     assert np.abs(torque[0]).max() < 1e-6
     if name in FRICTIONLESS:  # keeps sliding at 1 m/s; slides down the incline at g sin

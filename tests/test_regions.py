@@ -61,8 +61,9 @@ def _box_vertices(pos, rot):
 
 def test_plane_box_polygon_is_the_box_cut_at_mid_depth():
     """40 random orientations and depths (-0.5 mm .. 10 mm): the corner slots are the
-    crossings of the 12 box edges with the plane halfway through the overlap (at the
-    sliver when thinner), moved to the midplane; every slot has the pair's depth."""
+    crossings of the 12 box edges with the plane halfway through the overlap, moved to
+    the midplane, every slot at the pair's depth; overlapping by less than the sliver,
+    the box vertices within the margin, each at its own depth."""
     rng = np.random.default_rng(0)
     model = scene("polygon")
     cases = []
@@ -79,8 +80,11 @@ def test_plane_box_polygon_is_the_box_cut_at_mid_depth():
     for i, (pos, _, rot, depth) in enumerate(cases):
         vert, signs = _box_vertices(pos, rot)
         cut = -depth + 0.5 * max(depth, SLIVER)
-        expected = []
-        for j, k in itertools.combinations(range(8), 2):
+        expected, depths = [], np.full(8, depth)
+        if depth < SLIVER:
+            depths = -vert[:, 2][vert[:, 2] <= 1e-3]
+            expected = list(vert[vert[:, 2] <= 1e-3] + 0.5 * depths[:, None] * np.array([0, 0, 1.0]))
+        for j, k in itertools.combinations(range(8 if depth >= SLIVER else 0), 2):
             if np.sum(signs[j] != signs[k]) != 1:
                 continue  # not an edge
             hj, hk = vert[j, 2] - cut, vert[k, 2] - cut
@@ -92,7 +96,8 @@ def test_plane_box_polygon_is_the_box_cut_at_mid_depth():
         assert active.sum() == len(expected), (i, depth)
         dist = np.linalg.norm(got[:, None] - np.asarray(expected)[None], axis=-1)
         assert dist.min(1).max() < 1e-9 and dist.min(0).max() < 1e-9
-        np.testing.assert_allclose(np.asarray(out.depth[i, slots])[active], depth, atol=1e-12)
+        np.testing.assert_allclose(np.sort(np.asarray(out.depth[i, slots])[active]), np.sort(depths[:len(got)]),
+                                   atol=1e-12)
         np.testing.assert_allclose(np.asarray(out.normal_w[i, slots])[active], [[0, 0, 1.0]] * len(got))
         assert len(set(np.asarray(out.feature[i, slots])[active].tolist())) == len(got)
 

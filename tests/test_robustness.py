@@ -37,7 +37,7 @@ def test_random_scenes_float32(name):
     _check_healthy(r)
 
 
-@pytest.mark.parametrize("contact", ["rigid", "penalty"])
+@pytest.mark.parametrize("contact", ["rigid", "penalty", "springhead"])
 def test_random_scenes_other_contact_models(contact):
     """The same checks for the other built-in contact models, on 20 scenes of the
     topology with every shape (relaxed: the tests above)."""

@@ -26,6 +26,11 @@ moved together until they overlap by ``SLIVER``, reported at the original depth 
 its points moved back to midway across the gap (``Contacts.volume`` then holds the
 intersection of the moved shapes). A polygon or volume needs an overlap to exist, and
 one of fixed thickness keeps the computation away from its tolerances in float32.
+A half-space's polygon is the exception: below ``SLIVER`` its slots are the polytope's
+vertices within the margin, each at its own depth. A tumbling body's far corner can
+then be caught before it reaches the surface: from the sliver section alone, a thin
+plate spinning at 16 rad/s onto the floor at dt = 5 ms pivoted on its near corner and
+drove the far one 12 mm deep (more than its thickness) in one step.
 """
 
 from __future__ import annotations
@@ -33,12 +38,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsim.collision import volume
+from jaxsim.collision import primitives, volume
 from jaxsim.collision.convex import Polytope, translate
 from jaxsim.collision.polygon import contact_plane, contact_polygon, halfspaces
 
 Array = jax.Array
 SLIVER = 1e-4  # m, overlap at which a touching or speculative pair's region is taken
+VERTEX_IDS = 1 << 20  # feature ids of a plane pair's speculative vertices, apart from corner ids
 
 
 def _lowest(plane_pos: Array, plane_rot: Array, b: Polytope):
@@ -51,7 +57,9 @@ def _lowest(plane_pos: Array, plane_rot: Array, b: Polytope):
 
 def plane_polygon(plane_pos: Array, plane_rot: Array, b: Polytope, nslot: int, margin=0.0):
     """Corners of the section of polytope ``b`` by the plane midway between the plane
-    geom's surface and ``b``'s lowest point (the contact polygon of a half-space)."""
+    geom's surface and ``b``'s lowest point (the contact polygon of a half-space); while
+    ``b`` overlaps the half-space by less than ``SLIVER``, its vertices within
+    ``margin`` instead, each at its own depth (module docstring)."""
     n, low, _ = _lowest(plane_pos, plane_rot, b)
     depth = -low
     cut = low + 0.5 * jnp.maximum(depth, SLIVER)
@@ -62,8 +70,12 @@ def plane_polygon(plane_pos: Array, plane_rot: Array, b: Polytope, nslot: int, m
     pos = poly.corners + point + (0.5 * low - cut) * n
     near = depth >= -margin
     count = jnp.sum(poly.corner_mask) + poly.overflow
-    return (jnp.full((nslot,), depth), pos, jnp.broadcast_to(n, (nslot, 3)), poly.corner_id,
-            poly.corner_mask & near, jnp.where(near, count, 0).astype(jnp.int32))
+    section = (jnp.full((nslot,), depth), pos, jnp.broadcast_to(n, (nslot, 3)), poly.corner_id,
+               poly.corner_mask & near, jnp.where(near, count, 0).astype(jnp.int32))
+    d, p, normal, vertex, valid, found = primitives.plane_vertices(plane_pos, plane_rot, b.vert, b.vert_mask,
+                                                                   nslot, margin)
+    vertices = (d, p, normal, vertex + VERTEX_IDS, valid, found)
+    return jax.tree.map(lambda x, y: jnp.where(depth < SLIVER, x, y), vertices, section)
 
 
 def polytope_polygon(a: Polytope, b: Polytope, nslot: int, margin=0.0):

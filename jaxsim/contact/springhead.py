@@ -14,9 +14,14 @@ keep their point slots (a one-corner polygon). Per slot, read from Springhead's
   (``v_x < -V_th``): target ``v_x+ = -e v_x`` with ``e`` the pair's restitution (the
   mean of the two geoms'), no depth correction; otherwise resting: target
   ``v_x+ = gamma max(d - d_tol, 0) / dt`` (``gamma`` ``correction_rate``, ``d_tol``
-  ``contact_tolerance``), which leaves the depth ``d - gamma max(d - d_tol, 0)``.
-  ``f_x >= 0``, and a slot shallower than ``d_tol`` carries no force at all
-  (Springhead's projection): a body sinks to ``d_tol`` and rests there.
+  ``contact_tolerance``), which leaves the depth ``d - gamma max(d - d_tol, 0)``:
+  only depth beyond ``d_tol`` is removed (Springhead keeps touching bodies touching),
+  a shallower slot just stops approaching. ``f_x >= 0`` (the LCP's complementarity).
+* speculative slots (jaxsim's collision reports pairs up to a step's travel apart;
+  Springhead's only penetrating ones): a slot with a gap ``-d`` may close it within
+  the step (target ``d / dt``), and is an impact only if its approach closes the gap
+  within the step, so a fast body bounces from where it reaches the surface rather
+  than a step's travel deep.
 * friction: a box per tangent axis, ``|f_y|, |f_z| <= mu0 f_x`` while the slot slips
   slower than ``friction_threshold`` (``V_f``), ``<= mu f_x`` beyond, with ``mu0``,
   ``mu`` the pair's static and kinetic friction.
@@ -82,17 +87,16 @@ def _turn(v_t: Array) -> Array:
 
 
 def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
-    """Per slot: normal target (m,) (module docstring), whether it carries force (m,),
-    and its box coefficient (m,)."""
+    """Per slot: normal target (m,) (module docstring) and box coefficient (m,)."""
     p, dt = model.contact_params, model.opt.timestep
-    c_ = problem.contacts
+    d = problem.contacts.depth
     e = problem.slots.restitution.astype(v_x.dtype)
-    impact = v_x < -p.impact_threshold
-    resting = p.correction_rate * jnp.maximum(c_.depth - p.contact_tolerance, 0.0) / dt
+    # an impact only where the approach closes the slot's gap within the step
+    impact = (v_x < -p.impact_threshold) & (d - v_x * dt > 0)
+    resting = jnp.where(d >= 0, p.correction_rate * jnp.maximum(d - p.contact_tolerance, 0.0), d) / dt
     target = jnp.where(impact, -e * v_x, resting)
-    loaded = c_.active & (c_.depth >= p.contact_tolerance)
     mu = jnp.where(slip > p.friction_threshold, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
-    return target, loaded, mu.astype(v_x.dtype)
+    return target, mu.astype(v_x.dtype)
 
 
 def _pgs(H: Array, g: Array, lower: Array, upper: Array, mu: Array, x0: Array, sweeps: int):
@@ -134,7 +138,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     T = block_diagonal(R, nr)  # to Springhead's frames; the generic rows stay
     A, b = T @ space.A @ T.T, T @ space.b
     slip = math.safe_norm(v_start[:, 1:])
-    target, loaded, mu = _targets(model, problem, v_start[:, 0], slip)
+    target, mu = _targets(model, problem, v_start[:, 0], slip)
+    loaded = c_.active
     # generic rows (joint limits): close at most the gap, remove gamma of a violation
     limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
     on = jnp.concatenate([jnp.repeat(loaded, 3), rows.active])
