@@ -335,3 +335,32 @@ def test_missing_mujoco_extra_hint(monkeypatch):
         mjcf_mod._mujoco()
     with pytest.raises(ImportError, match="pip install"):
         load_mjcf(ARM_XML)
+
+
+RESTITUTION_XML = """<mujoco><custom>{numerics}</custom><worldbody>
+  <geom name="floor" type="plane" size="1 1 0.1"/>
+  <body name="b" pos="0 0 1"><freejoint/>
+    <geom name="tagged" type="sphere" size="0.1"/>
+    <geom name="bouncy" type="sphere" size="0.1" pos="0.3 0 0" solref="0.02 0.2"/>
+    <geom name="plain" type="sphere" size="0.1" pos="0.6 0 0"/>
+  </body></worldbody></mujoco>"""
+
+
+def test_geom_restitution_from_custom_numerics_and_solref():
+    """``jaxsim:restitution:GEOM`` first, then an underdamped solref (damping ratio 0.2:
+    a released spring-damper keeps exp(-pi 0.2 / sqrt(0.96)) = 0.5266 of its speed),
+    then the scene's ``jaxsim:restitution``, then the contact model's default (0.4 for
+    springhead); bad numerics name what is wrong."""
+    tagged = '<numeric name="jaxsim:restitution:tagged" data="0.7"/>'
+    model = load_mjcf(RESTITUTION_XML.format(numerics=tagged), contact="springhead")
+    e = {g: float(model.geom_restitution[model.geom_id(g)]) for g in ("floor", "tagged", "bouncy", "plain")}
+    np.testing.assert_allclose([e["tagged"], e["bouncy"], e["plain"], e["floor"]],
+                               [0.7, np.exp(-np.pi * 0.2 / np.sqrt(0.96)), 0.4, 0.4], rtol=1e-6)
+    scene = load_mjcf(RESTITUTION_XML.format(numerics=tagged + '<numeric name="jaxsim:restitution" data="0.1"/>'),
+                      contact="springhead")
+    np.testing.assert_allclose(np.asarray(scene.geom_restitution)[[scene.geom_id(g) for g in ("plain", "tagged")]], [0.1, 0.7])
+    assert mjcf_mod.solref_restitution((0.02, 1.0)) is None and mjcf_mod.solref_restitution((-1e4, -10)) is None
+    with pytest.raises(ModelError, match="no geom named 'nope'"):
+        load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:nope" data="0.5"/>'))
+    with pytest.raises(ModelError, match="restitution must be in"):
+        load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:tagged" data="1.5"/>'))

@@ -16,6 +16,9 @@ Anything else raises ``ModelError`` naming the element and what is supported.
 Option flags that disable gravity, springs, dampers or control clamping are applied
 to the Model. MuJoCo's implicit integrators map to jaxsim's semi-implicit Euler with implicit joint
 damping. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient.
+Geom restitution (used by ``springhead``): a custom numeric ``jaxsim:restitution:GEOM``,
+else the restitution of an underdamped ``solref`` (:func:`solref_restitution`), else a
+scene-wide numeric ``jaxsim:restitution``, else the contact model's default.
 """
 
 from __future__ import annotations
@@ -225,7 +228,8 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
         opts["contact_mode"] = "none"
     if flag("mjDSBL_CONSTRAINT"):
         opts["constraints"] = False
-    texts = _custom_texts(m)
+    texts, numerics = _custom_texts(m), _custom_numerics(m)
+    _check_restitution_names(m, numerics)
     if "jaxsim:contact" in texts:
         opts["contact"] = texts["jaxsim:contact"]
     opts.update(options)
@@ -277,6 +281,7 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
         mu = float(m.geom_friction[g][0])
         b.add_geom(body_names[m.geom_bodyid[g]], kind, size, name=gn, pos=m.geom_pos[g],
                    quat=m.geom_quat[g], friction=(mu, mu), rgba=m.geom_rgba[g],
+                   restitution=_restitution(numerics, gn, m.geom_solref[g]),
                    contype=int(m.geom_contype[g]), conaffinity=int(m.geom_conaffinity[g]),
                    vertices=verts, faces=faces, heights=heights)
     jnames = [_name(m, obj.mjOBJ_JOINT, j, "joint") for j in range(m.njnt)]
@@ -314,7 +319,8 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
     gnames = [_name(m, obj.mjOBJ_GEOM, g, "geom") for g in range(m.ngeom)]
     for p in range(m.npair):  # MuJoCo's pair friction: sliding, then torsional and rolling
         mu = float(m.pair_friction[p][0])
-        b.add_pair(gnames[m.pair_geom1[p]], gnames[m.pair_geom2[p]], friction=(mu, mu))
+        b.add_pair(gnames[m.pair_geom1[p]], gnames[m.pair_geom2[p]], friction=(mu, mu),
+                   restitution=solref_restitution(m.pair_solref[p]))
     _contact_modes(b, texts)
     return b.build(dtype)
 
@@ -327,6 +333,51 @@ def _custom_texts(m) -> dict:
         adr, size = int(m.text_adr[i]), int(m.text_size[i])
         out[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TEXT, i)] = bytes(m.text_data[adr:adr + size - 1]).decode()
     return out
+
+
+def _custom_numerics(m) -> dict:
+    """The model's ``<custom><numeric name=... data=...>`` elements, as arrays."""
+    mujoco = _mujoco()
+    return {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_NUMERIC, i):
+            np.asarray(m.numeric_data[int(m.numeric_adr[i]):int(m.numeric_adr[i]) + int(m.numeric_size[i])])
+            for i in range(m.nnumeric)}
+
+
+def _check_restitution_names(m, numerics: dict) -> None:
+    """``jaxsim:restitution[:geom]`` numerics must hold one number and name a geom."""
+    mujoco = _mujoco()
+    for name, data in numerics.items():
+        parts = name.split(":")
+        if parts[:2] != ["jaxsim", "restitution"]:
+            continue
+        if len(parts) > 3 or data.size != 1:
+            raise ModelError(f"custom numeric {name!r}: expected jaxsim:restitution[:geom] holding one number")
+        if len(parts) == 3 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, parts[2]) < 0:
+            raise ModelError(f"custom numeric {name!r}: no geom named {parts[2]!r}")
+
+
+def solref_restitution(solref) -> float | None:
+    """The restitution of MuJoCo's contact spring-damper for a ``solref`` of (time
+    constant, damping ratio ``z``) with ``0 <= z < 1``: an underdamped oscillator
+    released at contact leaves at ``exp(-pi z / sqrt(1 - z^2))`` of its approach speed.
+    None (no opinion: the contact model's default) for ``z >= 1`` (MuJoCo's default
+    (0.02, 1) included: no bounce there) and for the direct (negative) format, whose
+    ratio depends on the contact's mass."""
+    timeconst, ratio = float(solref[0]), float(solref[1])
+    if timeconst <= 0 or not 0 <= ratio < 1:
+        return None
+    return float(np.exp(-np.pi * ratio / np.sqrt(1 - ratio * ratio)))
+
+
+def _restitution(numerics: dict, geom: str, solref) -> float | None:
+    """A geom's restitution: ``jaxsim:restitution:GEOM``, else its bouncy ``solref``
+    (:func:`solref_restitution`), else the scene's ``jaxsim:restitution``, else None
+    (the contact model's default)."""
+    for value in (numerics.get(f"jaxsim:restitution:{geom}"), solref_restitution(solref),
+                  numerics.get("jaxsim:restitution")):
+        if value is not None:
+            return float(np.ravel(value)[0])
+    return None
 
 
 def _contact_modes(b: ModelBuilder, texts: dict) -> None:
