@@ -37,6 +37,9 @@ MuJoCo, so timestep, integrator, geoms and contact filtering are the same):
 ``cube:volume`` and ``boxes8:volume`` (not in the default list) time jaxsim with the
 contact-volume model (``contact="volume"``: one slot per polyhedral pair) on the same
 scene; MJX and MuJoCo C are timed again in that row, so every ratio is from one run.
+So do ``SCENE:springhead`` (Springhead's model with its default QP solver) and
+``SCENE:springhead/pgs`` (with its projected Gauss-Seidel, 15 sweeps) for cube, boxes8
+and humanoid; their iteration column counts QP iterations, or the fixed sweeps.
 
 boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots).
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all
@@ -125,7 +128,9 @@ SCENES = {
     "humanoid": os.path.join(ASSETS, "humanoid.xml"),
 }
 LIMITED = ("ant", "humanoid")  # scenes that get --max-contacts
-VARIANTS = ["cube:volume", "boxes8:volume"]  # scene:contact model (jaxsim side; MJX timed again)
+# scene:contact model[/solver] (jaxsim side; MJX timed again)
+VARIANTS = ["cube:volume", "boxes8:volume", "cube:springhead", "boxes8:springhead", "humanoid:springhead",
+            "cube:springhead/pgs", "boxes8:springhead/pgs", "humanoid:springhead/pgs"]
 
 
 def scene_xml(name: str) -> str:
@@ -362,8 +367,11 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     opts = {"max_contacts": a.max_contacts} if base in LIMITED else {}
     if base == "boxes8":
         opts = {"max_contacts": a.boxes8_max_contacts}
+    contact, _, solver = contact.partition("/")  # "springhead/pgs": Springhead's Gauss-Seidel
     if contact:
         opts["contact"] = contact
+    if solver:
+        opts["solver"] = solver
     model = load_mjcf(xml, dtype=jnp.float32, **opts)
     mm0 = mujoco.MjModel.from_xml_string(xml)
     slots = int(jaxsim.make_state(model).contact.active.shape[0])
