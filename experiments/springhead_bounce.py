@@ -164,7 +164,8 @@ def main() -> None:
     for s, r in solvers.items():
         print(f"{s:8s} {r['rebound_e']:9.5f} {r['rest_depth_mm']:8.4f} {r['rest_corner_spread']:8.2%} "
               f"{r['rest_force_sum_over_mg']:8.5f} {r['slide_m']:8.4f} {r['slide_predicted_m']:7.4f} "
-              f"{r['iterations_mean']:7.2f}/{r['iterations_max']:<6d} {r['residual_mean']:9.2e}/{r['residual_max']:.2e} "
+              f"{r['iterations_mean']:7.2f}/{r['iterations_max']:<6d} "
+              f"{r['residual_mean']:9.2e}/{r['residual_max']:.2e} "
               f"{speed[1][s]:11.0f} {speed[64][s]:10.0f}")
     os.makedirs(RESULTS, exist_ok=True)
     plot(curves, a.out.replace(".json", ".png"))

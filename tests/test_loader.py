@@ -358,7 +358,8 @@ def test_geom_restitution_from_custom_numerics_and_solref():
                                [0.7, np.exp(-np.pi * 0.2 / np.sqrt(0.96)), 0.4, 0.4], rtol=1e-6)
     scene = load_mjcf(RESTITUTION_XML.format(numerics=tagged + '<numeric name="jaxsim:restitution" data="0.1"/>'),
                       contact="springhead")
-    np.testing.assert_allclose(np.asarray(scene.geom_restitution)[[scene.geom_id(g) for g in ("plain", "tagged")]], [0.1, 0.7])
+    ids = [scene.geom_id(g) for g in ("plain", "tagged")]
+    np.testing.assert_allclose(np.asarray(scene.geom_restitution)[ids], [0.1, 0.7])
     assert mjcf_mod.solref_restitution((0.02, 1.0)) is None and mjcf_mod.solref_restitution((-1e4, -10)) is None
     with pytest.raises(ModelError, match="no geom named 'nope'"):
         load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:nope" data="0.5"/>'))

@@ -173,7 +173,8 @@ def test_check_grads_resting_and_sliding_steps():
         return jnp.concatenate([after.q, after.v])
 
 
-    tilt = math.quat_mul(jnp.asarray([np.cos(0.01), np.sin(0.01), 0, 0]), jnp.asarray([np.cos(0.005), 0, np.sin(0.005), 0]))
+    about_x, about_y = jnp.asarray([np.cos(0.01), np.sin(0.01), 0, 0]), jnp.asarray([np.cos(0.005), 0, np.sin(0.005), 0])
+    tilt = math.quat_mul(about_x, about_y)
     q0 = model.qpos0.at[3:7].set(tilt)
     for v_y in (0.0, 1.0):
         check_grads(jax.jit(step), (q0, jnp.zeros(6).at[1].set(v_y)), order=1, modes=("rev",), atol=1e-4,

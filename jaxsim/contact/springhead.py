@@ -61,7 +61,7 @@ SOLVERS = ("qp", "pgs")
 class SpringheadParams:
     impact_threshold: Array = param(10.0, "m/s, V_th: an approach faster than this is an impact (restitution)")
     correction_rate: Array = param(0.1, "gamma: share of the depth beyond contact_tolerance removed per step")
-    contact_tolerance: Array = param(0.002, "m, d_tol: depth that is never corrected (a shallower slot just stops approaching)")
+    contact_tolerance: Array = param(0.002, "m, d_tol: depth never corrected (a shallower slot stops approaching)")
     friction_threshold: Array = param(0.01, "m/s, V_f: slip speed above which friction is kinetic")
     warm_start: Array = param(0.7, "share of last step's impulses the Gauss-Seidel sweeps start from")
     solver: str = param("qp", "'qp' (shared projected-gradient QP) or 'pgs' (Springhead's Gauss-Seidel)",
