@@ -139,17 +139,16 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     A, b = T @ space.A @ T.T, T @ space.b
     slip = math.safe_norm(v_start[:, 1:])
     target, mu = _targets(model, problem, v_start[:, 0], slip)
-    loaded = c_.active
     # generic rows (joint limits): close at most the gap, remove gamma of a violation
     limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
-    on = jnp.concatenate([jnp.repeat(loaded, 3), rows.active])
+    on = jnp.concatenate([jnp.repeat(c_.active, 3), rows.active])
     goal = jnp.concatenate([jnp.stack([target, jnp.zeros_like(target), jnp.zeros_like(target)], -1).reshape(-1),
                             -limit])
     H = jnp.where(on[:, None] & on[None, :], A, 0.0)
     g = jnp.where(on, b - goal, 0.0)
     lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
     upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
-    prev = jnp.where((problem.kept & loaded)[:, None], problem.prev_impulse[:, :3], 0.0)
+    prev = jnp.where((problem.kept & c_.active)[:, None], problem.prev_impulse[:, :3], 0.0)
     prev = jnp.einsum("mij,mj->mi", R, prev).reshape(-1)
 
     if p.solver == "pgs":
@@ -166,7 +165,7 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
             v_end = (A[:3 * m] @ x_ + b[:3 * m]).reshape(m, 3)
             s = math.safe_norm(v_end[:, 1:])
             sliding = s > p.friction_threshold
-            return jnp.where(loaded & sliding, mu * s, 0.0)
+            return jnp.where(c_.active & sliding, mu * s, 0.0)
 
         x0 = jnp.concatenate([prev, jnp.zeros((nr,), dtype)])
         x1, st1 = qp_solve(g.at[:3 * m:3].add(shift(jnp.zeros_like(g))), x0)
