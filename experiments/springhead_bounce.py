@@ -4,8 +4,9 @@
    restitution e = 0.2, 0.5, 0.8 and impact threshold V_th = 1 m/s, one with e = 0.5 and
    V_th = 10 m/s (no bounce: the impact at 4.4 m/s is "resting"), and 10 cm cubes dropped
    from 0.2 m flat and onto an edge (e = 0.5, V_th = 1 m/s). Table: first apex against
-   e^2 h, measured above the surface.
-2. The QP (default) against Springhead's projected Gauss-Seidel (``solver="pgs"``, 15
+   e^2 h, measured above the surface. These run the QP (``solver="qp"``), whose corner
+   forces on a flat-landing cube are symmetric.
+2. The QP against Springhead's projected Gauss-Seidel (``solver="pgs"``, the default: 15
    sweeps, warm start 0.7) on the same scenes: rebound e, corner-force spread of a
    resting box (started 5 mm deep: the velocity-level correction launches it upward,
    at dt 1 ms it coasts out to 0.26 mm deep and rests there), sliding distance against
@@ -66,7 +67,7 @@ def bounces(steps: int) -> tuple[list, dict]:
               ("box on edge", "box", 0.5, 1.0, np.deg2rad(30), BOX_DROP)]
     rows, curves = [], {}
     for label, shape, e, vth, tilt, lift in cases:
-        model, low = scene(shape, e, vth, tilt=tilt, lift=lift)
+        model, low = scene(shape, e, vth, tilt=tilt, lift=lift, solver="qp")
         _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((steps, 0)))
         z = np.asarray(traj.q[:, 2]) - low  # lowest point at rest (flat) above the floor
         apex = first_apex(z, np.asarray(traj.v[:, 2]))

@@ -32,7 +32,9 @@ def ball(e, impact_threshold=1.0, solver="qp"):
 
 def box(z, tilt=0.0, friction=(0.6, 0.4), gravity=(0, 0, -G), timestep=BOX_DT, **options):
     """A 10 cm cube, 1 kg, its centre at height ``z``, turned ``tilt`` about x; mu0 0.6,
-    mu 0.4 (both geoms); restitution 0.5."""
+    mu 0.4 (both geoms); restitution 0.5. The QP unless ``solver`` says otherwise: its
+    corner forces are symmetric (Gauss-Seidel's split follows its sweep order)."""
+    options.setdefault("solver", "qp")
     b = ModelBuilder(timestep=timestep, contact="springhead", gravity=gravity, **options)
     b.add_geom("world", "plane", (5, 5, 0.1), friction=friction, restitution=0.5)
     b.add_body("box", pos=(0, 0, z), quat=(np.cos(tilt / 2), np.sin(tilt / 2), 0, 0), mass=1.0,

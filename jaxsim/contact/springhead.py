@@ -26,7 +26,10 @@ keep their point slots (a one-corner polygon). Per slot, read from Springhead's
   slower than ``friction_threshold`` (``V_f``), ``<= mu f_x`` beyond, with ``mu0``,
   ``mu`` the pair's static and kinetic friction.
 
-Solvers (``solver``, static):
+Solvers (``solver``, static; ``"pgs"`` by default: in ``experiments/bench_step.py``
+it ran 1.6-12x faster than the QP at batch 1-1024 on the cube, 8 boxes and humanoid,
+and both solve the same LCP; the QP is the choice when a statically indeterminate
+load must be split evenly, or for implicit gradients):
 
 * ``"qp"``: the shared projected-gradient QP (``solver/qp.py``, ``cone="box"``),
   ``min 1/2 x^T A x + x^T (b - target)`` over the boxes; that is the mixed LCP of the
@@ -64,7 +67,7 @@ class SpringheadParams:
     contact_tolerance: Array = param(0.002, "m, d_tol: depth never corrected (a shallower slot stops approaching)")
     friction_threshold: Array = param(0.01, "m/s, V_f: slip speed above which friction is kinetic")
     warm_start: Array = param(0.7, "share of last step's impulses the Gauss-Seidel sweeps start from")
-    solver: str = param("qp", "'qp' (shared projected-gradient QP) or 'pgs' (Springhead's Gauss-Seidel)",
+    solver: str = param("pgs", "'pgs' (Springhead's Gauss-Seidel, the default) or 'qp' (shared projected-gradient QP)",
                         static=True, choices=SOLVERS)
     pgs_sweeps: int = param(15, "Gauss-Seidel sweeps per step (static)", minimum=1, static=True)
 
