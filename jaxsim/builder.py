@@ -758,6 +758,7 @@ class ModelBuilder:
         body_name = topo.body_name
         modes, friction, restitution, stiffness, damping = [], [], [], [], []
         cm = contact_models.get(self.contact)
+        blend = np.maximum if cm.friction_blend == "max" else lambda x, y: 0.5 * (x + y)  # noqa: E731
         for a, b in table:
             ga, gb, p = self.geoms[a], self.geoms[b], explicit.get((a, b))
             pair_bodies = {body_name[topo.geom_body[a]], body_name[topo.geom_body[b]]}
@@ -769,7 +770,6 @@ class ModelBuilder:
                     mode = m
             modes.append(p.mode if p is not None and p.mode is not None else mode)
             pick = lambda attr, default: default if p is None or getattr(p, attr) is None else getattr(p, attr)  # noqa: E731
-            blend = np.maximum if cm.friction_blend == "max" else lambda x, y: 0.5 * (x + y)  # noqa: E731
             friction.append(pick("friction", blend(ga.friction, gb.friction)))  # MuJoCo: the larger
             restitution.append(pick("restitution", 0.5 * (self._restitution(ga) + self._restitution(gb))))
             stiffness.append(pick("stiffness", self.penalty[0]))
