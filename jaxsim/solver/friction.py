@@ -1,0 +1,397 @@
+"""One frictional contact problem in local coordinates, three ways (SPEC section 6).
+
+    u = W r + q,   contacts i = 1..m with r_i, u_i = (normal, tangent, tangent),
+
+W (n, n) symmetric positive semi-definite; the first 3 m variables are the contacts,
+optional further variables are interval rows ``lower <= r_j <= upper`` (joint limits:
+``r_j`` in its interval, ``u_j`` in its normal cone). Coulomb's law at a contact:
+``r_i`` in the cone ``K_i = {||r_T|| <= mu_i r_n}``, and, with De Saxce's modified
+velocity ``uh_i = u_i + mu_i ||u_T,i|| e_n``, ``K_i* ∋ uh_i ⟂ r_i`` (separating, sticking
+with ``u_i = 0``, or sliding with ``r_T`` opposite to ``u_T`` on the cone's surface).
+That is neither an LCP nor a second-order cone complementarity problem. Its accuracy
+measure (Siconos, FCLib) is the natural map
+
+    F(r) = r - P_K(r - uh(W r + q)),   residual = ||F(r)|| / (1 + ||q||),
+
+zero exactly at a solution (``residual``). Methods (``solve``):
+
+* ``"exact"``: Coulomb's law itself, by a damped semismooth Newton method on
+  ``F_rho(r) = r - P_K(r - rho uh)`` (same zeros for any ``rho > 0``; ``rho`` is one
+  over the mean diagonal of each contact's block of W, so the steps are dimensionless).
+  Its generalised Jacobian is assembled in O(n^2), ``I - D (I - rho G W)`` with ``D``
+  the 3x3 blocks of ``P_K``'s derivative and ``G`` those of ``uh``'s. The step is
+  Levenberg-Marquardt's, ``(J^T J + ||F|| I) d = -J^T F`` (well defined where J is
+  singular: a rank-deficient W, several contacts on one body), with a backtracking
+  line search on ``||F||^2`` (all step lengths evaluated at once: no data-dependent
+  loop); where no step length decreases it, the fixed-point step ``r - F_rho`` is
+  taken instead. Stops at ``residual <= tol`` or ``max_iter``.
+* ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
+  ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
+  projected gradient of ``solver/qp.py``. A sliding contact gets the separating normal
+  velocity ``mu ||u_T||`` (its residual is that, not zero).
+* ``"nakaoka"``: Choreonoid's per-contact projection in Gauss-Seidel sweeps: per
+  contact the normal row is updated and clamped to ``>= 0``, then the two tangent
+  rows, and the tangential pair is scaled into the disk of radius ``mu r_n``; then
+  each interval row, clamped. ``max_iter`` fixed sweeps (``lax.scan``).
+
+Gradients: ``exact`` by the implicit function theorem at ``F(r*) = 0``
+(``J_F dr = -dF/dtheta dtheta``, a ``custom_jvp`` that JAX transposes for reverse
+mode); at a kink of ``P_K`` or of ``||u_T||`` (a contact exactly at the cone's apex
+or surface, or ``u_T = 0``) the derivative is the one-sided one that JAX's
+``jnp.where`` branches select (the inside/sticking branch on the boundary, tangent
+direction derivative zero at ``u_T = 0``). ``anitescu-tasora``: ``solver/qp.py``'s
+implicit rule. ``nakaoka``: the fixed sweeps are differentiated as they run.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import linalg
+from jaxsim.solver import qp
+
+Array = jax.Array
+METHODS = ("exact", "anitescu-tasora", "nakaoka")
+
+
+class Stats(NamedTuple):
+    iterations: Array  # () int32: Newton steps, QP iterations or sweeps
+    residual: Array  # () the natural-map residual ||F(r)|| / (1 + ||q||) at exit
+
+
+def _split(x: Array, m: int) -> tuple[Array, Array]:
+    return x[:3 * m].reshape(m, 3), x[3 * m:]
+
+
+def modified_velocity(u: Array, mu: Array) -> Array:
+    """De Saxce's ``uh``: ``u + mu ||u_T|| e_n`` on the m contacts (first 3 m
+    entries), ``u`` on the rows after them."""
+    m = mu.shape[0]
+    uc, ur = _split(u, m)
+    ut = jnp.sqrt(jnp.sum(uc[:, 1:] ** 2, -1) + jnp.finfo(u.dtype).tiny)
+    return jnp.concatenate([uc.at[:, 0].add(mu * ut).reshape(-1), ur])
+
+
+def project(z: Array, mu: Array, lower: Array, upper: Array) -> Array:
+    """Onto the cones (first 3 m entries) and the rows' intervals."""
+    m = mu.shape[0]
+    zc, zr = _split(z, m)
+    return jnp.concatenate([qp.project_cone(zc, mu).reshape(-1), jnp.clip(zr, lower, upper)])
+
+
+def natural_map(r: Array, u: Array, mu: Array, lower: Array | None = None, upper: Array | None = None,
+                rho: Array | float = 1.0) -> Array:
+    """``r - P(r - rho uh(u))`` (n,): zero exactly where (r, u) satisfy Coulomb's law
+    and the rows' complementarity."""
+    lower, upper = _bounds(r, mu, lower, upper)
+    return r - project(r - rho * modified_velocity(u, mu), mu, lower, upper)
+
+
+def residual(W: Array, q: Array, mu: Array, r: Array, lower: Array | None = None,
+             upper: Array | None = None) -> Array:
+    """Siconos' normalised natural-map residual ``||F(r)|| / (1 + ||q||)`` (rho = 1)."""
+    return jnp.linalg.norm(natural_map(r, W @ r + q, mu, lower, upper)) / (1.0 + jnp.linalg.norm(q))
+
+
+def _bounds(x: Array, mu: Array, lower, upper) -> tuple[Array, Array]:
+    nr = x.shape[0] - 3 * mu.shape[0]
+    lower = jnp.zeros((nr,), x.dtype) if lower is None else jnp.asarray(lower, x.dtype)
+    upper = jnp.full((nr,), jnp.inf, x.dtype) if upper is None else jnp.asarray(upper, x.dtype)
+    return lower, upper
+
+
+def _rho(W: Array, m: int) -> Array:
+    """(n,) per-contact (block-constant) and per-row step scales, 1 / mean diagonal."""
+    d = jnp.abs(jnp.diagonal(W))
+    dc, dr = _split(d, m)
+    d = jnp.concatenate([jnp.repeat(jnp.mean(dc, -1), 3), dr])
+    ok = d > jnp.finfo(W.dtype).eps * jnp.maximum(jnp.max(d, initial=0.0), 1.0)
+    return jax.lax.stop_gradient(jnp.where(ok, 1.0 / jnp.where(ok, d, 1.0), 1.0))
+
+
+class _Problem(NamedTuple):
+    W: Array
+    q: Array
+    mu: Array
+    lower: Array
+    upper: Array
+
+
+LOCAL = "ac"
+
+
+def _local_nm(r: Array, u: Array, mu: Array, rho: Array) -> Array:
+    """One contact's natural map ``r - P_K(r - rho uh)`` (3,)."""
+    return r - qp.project_cone(r - rho * modified_velocity(u, mu[None]), mu)
+
+
+def _local_ac(r: Array, u: Array, mu: Array, rho: Array) -> Array:
+    """One contact's Alart-Curnier function (3,): the normal impulse projected on
+    ``r_n >= 0``, the tangential one on the disk of radius ``mu`` times that."""
+    zn = jnp.maximum(r[0] - rho * u[0], 0.0)
+    zt = r[1:] - rho * u[1:]
+    norm = jnp.sqrt(zt @ zt + jnp.finfo(r.dtype).tiny)
+    pt = zt * jnp.minimum(1.0, mu * zn / norm)
+    return jnp.concatenate([(r[0] - zn)[None], r[1:] - pt])
+
+
+def _phi(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
+    m = p.mu.shape[0]
+    rc, rr = _split(r, m)
+    uc, ur = _split(u, m)
+    local = _local_ac if LOCAL == "ac" else _local_nm
+    fc = jax.vmap(local)(rc, uc, p.mu, rho[:3 * m:3])
+    fr = rr - jnp.clip(rr - rho[3 * m:] * ur, p.lower, p.upper)
+    return jnp.concatenate([fc.reshape(-1), fr])
+
+
+def _F(p: _Problem, rho: Array, r: Array) -> Array:
+    return _phi(p, rho, r, p.W @ r + p.q)
+
+
+def _jacobian(p: _Problem, rho: Array, r: Array) -> Array:
+    """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)``: ``Phi_r + Phi_u W``
+    with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact, 1x1 per row)."""
+    m = p.mu.shape[0]
+    u = p.W @ r + p.q
+    rc, rr = _split(r, m)
+    uc, ur = _split(u, m)
+    local = _local_ac if LOCAL == "ac" else _local_nm
+    Pr, Pu = jax.vmap(jax.jacfwd(local, argnums=(0, 1)))(rc, uc, p.mu, rho[:3 * m:3])
+    zr = rr - rho[3 * m:] * ur
+    free = ((zr > p.lower) & (zr < p.upper)).astype(r.dtype)
+    # rows: F = r - clip(r - rho u): dF/dr = 1 - free, dF/du = rho free
+    top = (jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, -1)).reshape(3 * m, -1))
+    bottom = (rho[3 * m:] * free)[:, None] * p.W[3 * m:]
+    J = jnp.concatenate([top, bottom])
+    n = r.shape[0]
+    diag_r = jnp.zeros((n, n), r.dtype)
+    idx = jnp.arange(3 * m).reshape(m, 3)
+    diag_r = diag_r.at[idx[:, :, None], idx[:, None, :]].set(Pr)
+    diag_r = diag_r.at[jnp.arange(3 * m, n), jnp.arange(3 * m, n)].set(1.0 - free)
+    return J + diag_r
+
+
+SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisection
+BISECTIONS = 40
+RELAX = 0.8
+STEP_LENGTHS = 8  # Newton and Levenberg-Marquardt steps of length 1, 1/2, ..., 2^-7 tried at once
+
+
+def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
+    """The sliding solution of one contact (``qi_n < 0``): ``u_n = 0`` and ``r_T = -mu
+    r_n e`` with the slip ``u_T`` along ``e = (cos t, sin t)``. With ``d = (1, -mu e)``
+    and ``a = Wi d``, ``u_n = 0`` gives ``r_n = -qi_n / a_n``, and ``u_T`` along ``e``
+    is ``G(t) = e x (a_n qi_T - qi_n a_T) = 0`` (``u_T`` times ``a_n``: no pole where
+    ``a_n`` crosses zero), valid where ``a_n > 0`` and the slip is along ``+e``. Every
+    sign change of G on a grid of ``SLIDE_GRID`` angles is bisected at once; the first
+    valid root is taken. Returns (r (3,), found)."""
+    def at(theta):
+        e = jnp.stack([jnp.cos(theta), jnp.sin(theta)], -1)
+        d = jnp.concatenate([jnp.ones_like(theta)[..., None], -mu * e], -1)
+        a = d @ Wi.T
+        w = a[..., :1] * qi[1:] - qi[0] * a[..., 1:]  # a_n u_T
+        G = e[..., 0] * w[..., 1] - e[..., 1] * w[..., 0]
+        valid = (a[..., 0] > 0) & (jnp.sum(e * w, -1) > 0)
+        rn = -qi[0] / jnp.where(a[..., 0] > 0, a[..., 0], 1.0)
+        return rn[..., None] * d, G, valid
+
+    theta = jnp.linspace(0.0, 2.0 * jnp.pi, SLIDE_GRID + 1, dtype=qi.dtype)
+    _, G, _ = at(theta)
+    lo, hi, g_lo = theta[:-1], theta[1:], G[:-1]
+    change = jnp.sign(g_lo) != jnp.sign(G[1:])
+
+    def bisect(c, _):
+        lo, hi, g_lo = c
+        mid = 0.5 * (lo + hi)
+        _, g_mid, _ = at(mid)
+        left = jnp.sign(g_mid) == jnp.sign(g_lo)
+        return (jnp.where(left, mid, lo), jnp.where(left, hi, mid), jnp.where(left, g_mid, g_lo)), None
+
+    (lo, hi, _), _ = jax.lax.scan(bisect, (lo, hi, g_lo), None, length=BISECTIONS)
+    r, _, valid = at(0.5 * (lo + hi))
+    good = change & valid
+    return r[jnp.argmax(good)], jnp.any(good)
+
+
+def local_solve(Wi: Array, qi: Array, mu: Array) -> Array:
+    """Coulomb's law for one contact, ``u = Wi r + qi`` with Wi (3, 3) positive
+    definite, by enumeration: separating (``r = 0`` if ``qi_n >= 0``), else sticking
+    (``r = -Wi^-1 qi`` if inside the cone), else sliding (``_slide``); a degenerate
+    block (no normal stiffness) gets no impulse."""
+    eps = jnp.finfo(qi.dtype).eps
+    scale = jnp.maximum(jnp.trace(Wi), jnp.finfo(qi.dtype).tiny)
+    stick = -jnp.linalg.solve(Wi + eps * scale * jnp.eye(3, dtype=qi.dtype), qi)
+    inside = (stick[0] > 0) & (jnp.sqrt(stick[1:] @ stick[1:]) <= mu * stick[0] * (1 + 1e3 * eps))
+    slide, found = _slide(Wi, qi, mu)
+    fallback = qp.project_cone(stick, mu)  # no bracket (a grid cell holding two roots)
+    r = jnp.where(inside, stick, jnp.where(found, slide, fallback))
+    return jnp.where((qi[0] >= 0) | (Wi[0, 0] <= 0), 0.0, r)
+
+
+def _sweep(p: _Problem, r: Array) -> Array:
+    """One non-smooth Gauss-Seidel sweep: each contact solved exactly with the others
+    held (``local_solve``), then each row projected."""
+    m, n = p.mu.shape[0], r.shape[0]
+
+    def contact(r, i):
+        rows = jax.lax.dynamic_slice_in_dim(p.W, 3 * i, 3, 0)  # (3, n)
+        Wi = jax.lax.dynamic_slice_in_dim(rows, 3 * i, 3, 1)
+        ri = jax.lax.dynamic_slice_in_dim(r, 3 * i, 3)
+        qi = jax.lax.dynamic_slice_in_dim(p.q, 3 * i, 3) + rows @ r - Wi @ ri
+        new = ri + RELAX * (local_solve(Wi, qi, p.mu[i]) - ri)
+        return jax.lax.dynamic_update_slice_in_dim(r, new, 3 * i, 0), None
+
+    def row(r, j):
+        k = 3 * m + j
+        d = p.W[k, k]
+        x = r[k] - (p.W[k] @ r + p.q[k]) / jnp.where(d > 0, d, 1.0)
+        return r.at[k].set(jnp.where(d > 0, jnp.clip(x, p.lower[j], p.upper[j]), 0.0)), None
+
+    r, _ = jax.lax.scan(contact, r, jnp.arange(m))
+    if n > 3 * m:
+        r, _ = jax.lax.scan(row, r, jnp.arange(n - 3 * m))
+    return r
+
+
+class _Exact(NamedTuple):
+    r: Array
+    res: Array  # normalised natural-map residual (rho = 1)
+    it: Array
+
+
+def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int) -> tuple[Array, Stats]:
+    """Gauss-Seidel sweeps with exact one-contact solves (global progress), each
+    followed by a semismooth Newton step on the Alart-Curnier function that is kept
+    only where it lowers the residual (quadratic convergence near the solution)."""
+    m, n = p.mu.shape[0], r0.shape[0]
+    rho = _rho(p.W, m)
+    qn = 1.0 + jnp.linalg.norm(p.q)
+    res_of = lambda r: jnp.linalg.norm(natural_map(r, p.W @ r + p.q, p.mu, p.lower, p.upper)) / qn  # noqa: E731
+    eye = jnp.eye(n, dtype=r0.dtype)
+    ridge = (1e-12 if r0.dtype == jnp.float64 else 1e-6) * eye
+    alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=r0.dtype)
+
+    def step(c: _Exact) -> _Exact:
+        r1 = _sweep(p, c.r)
+        res1 = res_of(r1)
+        J, F = _jacobian(p, rho, r1), _F(p, rho, r1)
+        newton = -linalg.solve(J + ridge, F)
+        lm = -linalg.cho_solve(linalg.cho_factor(J.T @ J + jnp.linalg.norm(F) * eye), J.T @ F)
+        trials = r1 + (alphas[:, None, None] * jnp.stack([newton, lm])).reshape(-1, n)
+        res = jax.vmap(res_of)(trials)
+        res = jnp.where(jnp.isfinite(res), res, jnp.inf)
+        best = jnp.argmin(res)
+        better = res[best] < res1
+        return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
+
+    r0 = project(r0, p.mu, p.lower, p.upper)
+    c = jax.lax.while_loop(lambda c: (c.it < max_iter) & (c.res > tol) & jnp.isfinite(c.res), step,
+                           _Exact(r0, res_of(r0), jnp.zeros((), jnp.int32)))
+    return c.r, Stats(c.it, c.res)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _exact(p: _Problem, r0: Array, tol: Array, max_iter: int) -> tuple[Array, Stats]:
+    return _exact_run(p, r0, tol, max_iter)
+
+
+@_exact.defjvp
+def _exact_jvp(max_iter, primals, tangents):
+    p, r0, tol = primals
+    dp = tangents[0]
+    r, stats = _exact_run(p, r0, tol, max_iter)
+    r = jax.lax.stop_gradient(r)
+    rho = _rho(p.W, p.mu.shape[0])
+    J = _jacobian(p, rho, r)
+    _, dF = jax.jvp(lambda pp: _F(pp, rho, r), (p,), (dp,))
+    n = r.shape[0]
+    ridge = (1e-12 if r.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=r.dtype)
+    dr = linalg.solve(J + ridge, -dF)
+    zeros = Stats(np.zeros((), jax.dtypes.float0), jnp.zeros_like(stats.residual))
+    return (r, stats), (dr, zeros)
+
+
+def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
+    m = p.mu.shape[0]
+    W, q = p.W, p.q
+    diag = jnp.diagonal(W)
+    inv = jnp.where(diag > 0, 1.0 / jnp.where(diag > 0, diag, 1.0), 0.0)
+    nr = r0.shape[0] - 3 * m
+
+    def contact(r, i):
+        k = 3 * i
+        rn = jnp.maximum(r[k] - inv[k] * (W[k] @ r + q[k]), 0.0)
+        r = r.at[k].set(rn)
+        t1 = r[k + 1] - inv[k + 1] * (W[k + 1] @ r + q[k + 1])
+        r = r.at[k + 1].set(t1)
+        t2 = r[k + 2] - inv[k + 2] * (W[k + 2] @ r + q[k + 2])
+        norm_t = jnp.sqrt(t1 * t1 + t2 * t2 + jnp.finfo(r.dtype).tiny)
+        scale = jnp.minimum(1.0, p.mu[i] * rn / norm_t)
+        return r.at[k + 1].set(scale * t1).at[k + 2].set(scale * t2), None
+
+    def row(r, j):
+        k = 3 * m + j
+        x = jnp.clip(r[k] - inv[k] * (W[k] @ r + q[k]), p.lower[j], p.upper[j])
+        return r.at[k].set(jnp.where(diag[k] > 0, x, 0.0)), None
+
+    def sweep(r, _):
+        r, _ = jax.lax.scan(contact, r, jnp.arange(m))
+        if nr:
+            r, _ = jax.lax.scan(row, r, jnp.arange(nr))
+        return r, None
+
+    r, _ = jax.lax.scan(sweep, project(r0, p.mu, p.lower, p.upper), None, length=sweeps)
+    return r
+
+
+def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
+          r0: Array | None = None, lower: Array | None = None, upper: Array | None = None
+          ) -> tuple[Array, Array, Stats]:
+    """Solve one frictional contact problem (module docstring).
+
+    Args:
+      W: (n, n) symmetric positive semi-definite (Delassus operator, 1/kg).
+      q: (n,) free velocity (m/s).
+      mu: (m,) friction coefficients; the first 3 m variables are the contacts
+        (normal, tangent, tangent), the remaining n - 3 m interval rows.
+      method: static, ``"exact"``, ``"anitescu-tasora"`` or ``"nakaoka"``.
+      tol: natural-map residual (``exact``) or relative step (``anitescu-tasora``)
+        at which to stop; ``nakaoka`` runs ``max_iter`` sweeps.
+      max_iter: static cap on Newton steps, QP iterations or (exactly) sweeps.
+      r0: (n,) warm start (default zero).
+      lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
+
+    Returns:
+      (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
+    """
+    if method not in METHODS:
+        raise ValueError(f"friction method must be one of {list(METHODS)}, got {method!r}")
+    W, q, mu = jnp.asarray(W), jnp.asarray(q), jnp.asarray(mu)
+    n, m = q.shape[-1], mu.shape[-1]
+    if W.shape != (n, n) or 3 * m > n:
+        raise ValueError(f"friction.solve: W must be (n, n) with q (n,) and 3 * len(mu) <= n; got W "
+                         f"{W.shape}, q {q.shape}, mu {mu.shape}")
+    dtype = jnp.result_type(W.dtype, q.dtype)
+    W, q, mu = W.astype(dtype), q.astype(dtype), mu.astype(dtype)
+    lower, upper = _bounds(q, mu, lower, upper)
+    p = _Problem(W, q, mu, lower, upper)
+    r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
+    if method == "exact":
+        r, stats = _exact(p, jax.lax.stop_gradient(r0), jnp.asarray(tol, dtype), max_iter)
+    elif method == "anitescu-tasora":
+        pad = jnp.zeros((3 * m,), dtype)  # the QP's bounds cover every variable; cones ignore theirs
+        r, st = qp.solve(qp.QP(W, q, jnp.concatenate([pad, lower]), jnp.concatenate([pad, upper]), mu), r0, tol,
+                         max_iter=max_iter, block=(3, m))
+        stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
+    else:
+        r = _nakaoka(p, r0, max_iter)
+        stats = Stats(jnp.asarray(max_iter, jnp.int32), residual(W, q, mu, r, lower, upper))
+    if method == "exact":
+        stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
+    return r, W @ r + q, stats
