@@ -179,7 +179,7 @@ def _jacobian(p: _Problem, rho: Array, r: Array) -> Array:
 
 SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisection
 BISECTIONS = 40
-RELAX = 0.8
+PROX = 0.1
 STEP_LENGTHS = 8  # Newton and Levenberg-Marquardt steps of length 1, 1/2, ..., 2^-7 tried at once
 
 
@@ -244,7 +244,8 @@ def _sweep(p: _Problem, r: Array) -> Array:
         Wi = jax.lax.dynamic_slice_in_dim(rows, 3 * i, 3, 1)
         ri = jax.lax.dynamic_slice_in_dim(r, 3 * i, 3)
         qi = jax.lax.dynamic_slice_in_dim(p.q, 3 * i, 3) + rows @ r - Wi @ ri
-        new = ri + RELAX * (local_solve(Wi, qi, p.mu[i]) - ri)
+        eps = PROX * jnp.trace(Wi) / 3.0  # proximal term: damps the sweeps' oscillation
+        new = local_solve(Wi + eps * jnp.eye(3, dtype=r.dtype), qi - eps * ri, p.mu[i])
         return jax.lax.dynamic_update_slice_in_dim(r, new, 3 * i, 0), None
 
     def row(r, j):
