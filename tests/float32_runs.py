@@ -21,6 +21,7 @@ TOPOLOGIES = {  # one topology (one compile) per test; together every pair kind
 SCENES = {"mixed": 40, "polytopes": 20, "round": 40}  # 100 (polytope collision costs most)
 OTHER_MODEL_SCENES = 20  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
 VOLUME_SCENES = 8  # "polytopes:volume": hull-hull intersection volumes cost ~10 ms a step on CPU
+EXACT_SCENES = 8  # "mixed:cone/exact": exact Coulomb's sweeps and Newton steps cost ~4x the others
 STEPS = 1000  # 0.5-5 s: every scene lands, tumbles and mostly comes to rest
 EVERY = 2  # health checked every 2 steps
 
@@ -46,9 +47,13 @@ def random_scenes(arg: str) -> dict:
 
     name, _, contact = arg.partition(":")
     names = sorted(TOPOLOGIES)
-    count = (VOLUME_SCENES if contact == "volume" else OTHER_MODEL_SCENES) if contact else SCENES[name]
+    count = {"volume": VOLUME_SCENES, "cone/exact": EXACT_SCENES}.get(contact, OTHER_MODEL_SCENES) if contact \
+        else SCENES[name]
     seeds = [1000 * names.index(name) + i for i in range(count)]
+    contact, _, friction_model = contact.partition("/")  # "cone/nakaoka": a cone friction model
     options = {"contact": contact} if contact else {}
+    if friction_model:
+        options["friction_model"] = friction_model
     built = [scenes.random_drop(TOPOLOGIES[name], s, dtype=jnp.float32, **options) for s in seeds]
     models = batch_models([m for m, _, _ in built])
     states = jax.vmap(lambda m, q, v: jaxsim.make_state(m, q=q, v=v))(

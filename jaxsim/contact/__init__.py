@@ -180,4 +180,4 @@ def zero_stats(dtype) -> SolverStats:
 
 
 # built-in models register themselves on import
-from jaxsim.contact import penalty, point, springhead, volume  # noqa: E402,F401
+from jaxsim.contact import cone, penalty, point, springhead, volume  # noqa: E402,F401

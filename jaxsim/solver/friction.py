@@ -173,7 +173,7 @@ SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisecti
 BISECTIONS = 40
 PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
 RESTART = 1000  # sweeps after which the exact method restarts from its convex start with PROX[1]
-SHIFT_PASSES = 20  # convex cone QPs of the De Saxce fixed point that gives the exact method its start
+SHIFT_PASSES = 20  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
 STEP_LENGTHS = 8  # Newton and Levenberg-Marquardt steps of length 1, 1/2, ..., 2^-7 tried at once
 
@@ -255,7 +255,7 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
     return r
 
 
-def _convex_start(p: _Problem, r0: Array, tol: Array) -> Array:
+def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> Array:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
@@ -271,7 +271,7 @@ def _convex_start(p: _Problem, r0: Array, tol: Array) -> Array:
         r, _ = qp.solve(qp.QP(p.W, q, *bounds, p.mu), r, tol, max_iter=SHIFT_QP_ITER, block=(3, m))
         return r, None
 
-    r, _ = jax.lax.scan(one, r0, None, length=SHIFT_PASSES)
+    r, _ = jax.lax.scan(one, r0, None, length=passes)
     return r
 
 
@@ -281,7 +281,7 @@ class _Exact(NamedTuple):
     it: Array
 
 
-def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int) -> tuple[Array, Stats]:
+def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -> tuple[Array, Stats]:
     """Gauss-Seidel sweeps with exact one-contact solves (global progress), each
     followed by a semismooth Newton step on the Alart-Curnier function that is kept
     only where it lowers the residual (quadratic convergence near the solution)."""
@@ -309,22 +309,22 @@ def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int) -> tuple[Array
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
-    start = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tol)
+    start = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tol, passes)
     c = jax.lax.while_loop(lambda c: (c.it < max_iter) & (c.res > tol) & jnp.isfinite(c.res), step,
                            _Exact(start, res_of(start), jnp.zeros((), jnp.int32)))
     return c.r, Stats(c.it, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _exact(p: _Problem, r0: Array, tol: Array, max_iter: int) -> tuple[Array, Stats]:
-    return _exact_run(p, r0, tol, max_iter)
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def _exact(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -> tuple[Array, Stats]:
+    return _exact_run(p, r0, tol, max_iter, passes)
 
 
 @_exact.defjvp
-def _exact_jvp(max_iter, primals, tangents):
+def _exact_jvp(max_iter, passes, primals, tangents):
     p, r0, tol = primals
     dp = tangents[0]
-    r, stats = _exact_run(p, r0, tol, max_iter)
+    r, stats = _exact_run(p, r0, tol, max_iter, passes)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
     J = _jacobian(p, rho, r)
@@ -370,8 +370,8 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
 
 
 def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
-          r0: Array | None = None, lower: Array | None = None, upper: Array | None = None
-          ) -> tuple[Array, Array, Stats]:
+          r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
+          start_passes: int = SHIFT_PASSES) -> tuple[Array, Array, Stats]:
     """Solve one frictional contact problem (module docstring).
 
     Args:
@@ -385,6 +385,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       max_iter: static cap on Newton steps, QP iterations or (exactly) sweeps.
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
+      start_passes: static, convex QPs of the ``exact`` method's start (0: start
+        from ``r0`` itself; a warm start from the last step needs few).
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
@@ -402,7 +404,7 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     p = _Problem(W, q, mu, lower, upper)
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
-        r, stats = _exact(p, jax.lax.stop_gradient(r0), jnp.asarray(tol, dtype), max_iter)
+        r, stats = _exact(p, jax.lax.stop_gradient(r0), jnp.asarray(tol, dtype), max_iter, start_passes)
     elif method == "anitescu-tasora":
         pad = jnp.zeros((3 * m,), dtype)  # the QP's bounds cover every variable; cones ignore theirs
         r, st = qp.solve(qp.QP(W, q, jnp.concatenate([pad, lower]), jnp.concatenate([pad, upper]), mu), r0, tol,
