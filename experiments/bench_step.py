@@ -41,6 +41,10 @@ So do ``SCENE:springhead/qp`` (Springhead's model with the shared QP) and
 ``SCENE:springhead/pgs`` (with its projected Gauss-Seidel, 15 sweeps, the default; the
 results of 2026-11-24 were recorded as ``SCENE:springhead`` when the QP was) for cube, boxes8
 and humanoid; their iteration column counts QP iterations, or the fixed sweeps.
+``SCENE:cone/exact``, ``SCENE:cone/anitescu-tasora`` and ``SCENE:cone/nakaoka`` time
+the cone model (seed 004) with each friction model on the same three scenes; the
+iteration column counts exact Coulomb's sweeps, the cone QP's iterations or
+Nakaoka's fixed sweeps.
 
 boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots).
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all
@@ -131,7 +135,9 @@ SCENES = {
 LIMITED = ("ant", "humanoid")  # scenes that get --max-contacts
 # scene:contact model[/solver] (jaxsim side; MJX timed again)
 VARIANTS = ["cube:volume", "boxes8:volume", "cube:springhead/qp", "boxes8:springhead/qp", "humanoid:springhead/qp",
-            "cube:springhead/pgs", "boxes8:springhead/pgs", "humanoid:springhead/pgs"]
+            "cube:springhead/pgs", "boxes8:springhead/pgs", "humanoid:springhead/pgs"] + [
+            f"{scene}:cone/{model}" for model in ("exact", "anitescu-tasora", "nakaoka")
+            for scene in ("cube", "boxes8", "humanoid")]
 
 
 def scene_xml(name: str) -> str:
@@ -368,11 +374,11 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     opts = {"max_contacts": a.max_contacts} if base in LIMITED else {}
     if base == "boxes8":
         opts = {"max_contacts": a.boxes8_max_contacts}
-    contact, _, solver = contact.partition("/")  # "springhead/pgs": Springhead's Gauss-Seidel
+    contact, _, choice = contact.partition("/")  # "springhead/pgs", "cone/exact": the model's solver
     if contact:
         opts["contact"] = contact
-    if solver:
-        opts["solver"] = solver
+    if choice:
+        opts["friction_model" if contact == "cone" else "solver"] = choice
     model = load_mjcf(xml, dtype=jnp.float32, **opts)
     mm0 = mujoco.MjModel.from_xml_string(xml)
     slots = int(jaxsim.make_state(model).contact.active.shape[0])

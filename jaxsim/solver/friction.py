@@ -25,7 +25,8 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   function, 8 step lengths tried at once and kept only where the residual drops,
   which gives quadratic convergence near the solution. Sweeps that have not
   converged after ``RESTART`` start again from the convex start with a stronger
-  proximal term. Stops at ``residual <= tol`` or ``max_iter`` sweeps. On 600 random
+  proximal term. Stops at ``residual <= tol`` or ``max_iter`` sweeps. Its
+  ``iterations`` count the sweeps plus the start's QP iterations. On 600 random
   problems (``tests/test_friction.py``'s generator) all reach 1e-10.
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
@@ -62,7 +63,7 @@ METHODS = ("exact", "anitescu-tasora", "nakaoka")
 
 
 class Stats(NamedTuple):
-    iterations: Array  # () int32: Newton steps, QP iterations or sweeps
+    iterations: Array  # () int32: exact: sweeps plus its start's QP iterations; QP iterations; sweeps
     residual: Array  # () the natural-map residual ||F(r)|| / (1 + ||q||) at exit
 
 
@@ -268,11 +269,11 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> Array:
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
         shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
         q = p.q.at[:3 * m:3].add(shift)
-        r, _ = qp.solve(qp.QP(p.W, q, *bounds, p.mu), r, tol, max_iter=SHIFT_QP_ITER, block=(3, m))
-        return r, None
+        r, st = qp.solve(qp.QP(p.W, q, *bounds, p.mu), r, tol, max_iter=SHIFT_QP_ITER, block=(3, m))
+        return r, st.iterations
 
-    r, _ = jax.lax.scan(one, r0, None, length=passes)
-    return r
+    r, iterations = jax.lax.scan(one, r0, None, length=passes)
+    return r, jnp.sum(iterations)
 
 
 class _Exact(NamedTuple):
@@ -309,10 +310,10 @@ def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
-    start = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tol, passes)
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tol, passes)
     c = jax.lax.while_loop(lambda c: (c.it < max_iter) & (c.res > tol) & jnp.isfinite(c.res), step,
                            _Exact(start, res_of(start), jnp.zeros((), jnp.int32)))
-    return c.r, Stats(c.it, c.res)
+    return c.r, Stats(c.it + qp_iterations, c.res)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
