@@ -273,7 +273,7 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> Array:
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
-    return r, jnp.sum(iterations)
+    return r, jnp.sum(iterations).astype(jnp.int32)
 
 
 class _Exact(NamedTuple):
