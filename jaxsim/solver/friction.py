@@ -148,11 +148,11 @@ def _F(p: _Problem, rho: Array, r: Array) -> Array:
     return _phi(p, rho, r, p.W @ r + p.q)
 
 
-def _jacobian(p: _Problem, rho: Array, r: Array) -> Array:
-    """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)``: ``Phi_r + Phi_u W``
-    with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact, 1x1 per row)."""
+def _jacobian(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
+    """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)`` at ``r`` (``u = W r +
+    q``): ``Phi_r + Phi_u W`` with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact,
+    1x1 per row)."""
     m = p.mu.shape[0]
-    u = p.W @ r + p.q
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
     Pr, Pu = jax.vmap(jax.jacfwd(_local_ac, argnums=(0, 1)))(rc, uc, p.mu, rho[:3 * m:3])
@@ -256,20 +256,27 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
     return r
 
 
-def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> Array:
+def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int) -> tuple[Array, qp.Stats]:
+    """The convex cone QP ``min 1/2 r^T W r + q^T r`` over the cones and the rows'
+    intervals (the shared solver; its bounds cover every variable, cones ignore theirs)."""
+    pad = jnp.zeros((3 * p.mu.shape[0],), q.dtype)
+    bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
+    return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]))
+
+
+def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
-    below converge (from zero they cycle on 1-2 % of random problems)."""
+    below converge (from zero they cycle on 1-2 % of random problems). Returns the
+    start and the QP iterations it took."""
     m = p.mu.shape[0]
-    pad = jnp.zeros((3 * m,), r0.dtype)
-    bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
 
     def one(r, _):
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
         shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
         q = p.q.at[:3 * m:3].add(shift)
-        r, st = qp.solve(qp.QP(p.W, q, *bounds, p.mu), r, tol, max_iter=SHIFT_QP_ITER, block=(3, m))
+        r, st = _cone_qp(p, q, r, tol, SHIFT_QP_ITER)
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
@@ -289,7 +296,8 @@ def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -
     m, n = p.mu.shape[0], r0.shape[0]
     rho = _rho(p.W, m)
     qn = 1.0 + jnp.linalg.norm(p.q)
-    res_of = lambda r: jnp.linalg.norm(natural_map(r, p.W @ r + p.q, p.mu, p.lower, p.upper)) / qn  # noqa: E731
+    res_at = lambda r, u: jnp.linalg.norm(natural_map(r, u, p.mu, p.lower, p.upper)) / qn  # noqa: E731
+    res_of = lambda r: res_at(r, p.W @ r + p.q)  # noqa: E731
     eye = jnp.eye(n, dtype=r0.dtype)
     ridge = (1e-12 if r0.dtype == jnp.float64 else 1e-6) * eye
     alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=r0.dtype)
@@ -299,8 +307,9 @@ def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -
         # from the same start breaks the cycles the first run fell into
         r_in = jnp.where(c.it == RESTART, start, c.r)
         r1 = _sweep(p, r_in, jnp.where(c.it >= RESTART, PROX[1], PROX[0]))
-        res1 = res_of(r1)
-        J, F = _jacobian(p, rho, r1), _F(p, rho, r1)
+        u1 = p.W @ r1 + p.q
+        res1 = res_at(r1, u1)
+        J, F = _jacobian(p, rho, r1, u1), _phi(p, rho, r1, u1)
         newton = -linalg.solve(J + ridge, F)
         lm = -linalg.cho_solve(linalg.cho_factor(J.T @ J + jnp.linalg.norm(F) * eye), J.T @ F)
         trials = r1 + (alphas[:, None, None] * jnp.stack([newton, lm])).reshape(-1, n)
@@ -328,7 +337,7 @@ def _exact_jvp(max_iter, passes, primals, tangents):
     r, stats = _exact_run(p, r0, tol, max_iter, passes)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
-    J = _jacobian(p, rho, r)
+    J = _jacobian(p, rho, r, p.W @ r + p.q)
     _, dF = jax.jvp(lambda pp: _F(pp, rho, r), (p,), (dp,))
     n = r.shape[0]
     ridge = (1e-12 if r.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=r.dtype)
@@ -406,14 +415,11 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
         r, stats = _exact(p, jax.lax.stop_gradient(r0), jnp.asarray(tol, dtype), max_iter, start_passes)
+        stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":
-        pad = jnp.zeros((3 * m,), dtype)  # the QP's bounds cover every variable; cones ignore theirs
-        r, st = qp.solve(qp.QP(W, q, jnp.concatenate([pad, lower]), jnp.concatenate([pad, upper]), mu), r0, tol,
-                         max_iter=max_iter, block=(3, m))
+        r, st = _cone_qp(p, q, r0, tol, max_iter)
         stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
     else:
         r = _nakaoka(p, r0, max_iter)
         stats = Stats(jnp.asarray(max_iter, jnp.int32), residual(W, q, mu, r, lower, upper))
-    if method == "exact":
-        stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     return r, W @ r + q, stats
