@@ -35,7 +35,8 @@ Friction (``friction_model``, static), with the pair's kinetic coefficient:
 * ``"exact"``: Coulomb's law itself (``friction.solve(..., "exact")``): non-smooth
   Gauss-Seidel with exact one-contact solves and semismooth Newton steps, to the
   natural-map residual ``tolerance``; warm-started from last step's impulses,
-  ``start_passes`` convex solves first. Gradients: implicit, at the solution.
+  ``start_passes`` convex solves first (each with the QP's ``solver_tol`` and
+  ``solver_iterations``, as Anitescu-Tasora's). Gradients: implicit, at the solution.
 * ``"anitescu-tasora"``: the convex cone QP (Chrono): fast, but a sliding contact
   leaves with a normal velocity ``mu |v_t|`` (it hovers). Gradients: implicit.
 * ``"nakaoka"``: Choreonoid's per-contact projection, ``sweeps`` Gauss-Seidel
@@ -114,7 +115,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     else:
         tol, max_iter = jnp.maximum(p.tolerance, 100 * eps), p.iterations
     r, _, st = friction.solve(W, q, mu, p.friction_model, tol=tol, max_iter=max_iter, r0=r0, lower=rows.lower,
-                              upper=rows.upper, start_passes=p.start_passes)
+                              upper=rows.upper, start_passes=p.start_passes, start_tol=opt.solver_tol,
+                              start_iterations=opt.solver_iterations)
     return Solution(jnp.where(on, r, 0.0), (), SolverStats(st.iterations, st.residual))
 
 

@@ -171,7 +171,7 @@ def _jacobian(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
 
 
 SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisection
-BISECTIONS = 40
+BISECTIONS = {4: 20, 8: 40}  # per itemsize: slip-angle bracket 2 pi / 64 / 2^k ends at 9e-8 rad (f32), 9e-14 (f64)
 PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
 RESTART = 1000  # sweeps after which the exact method restarts from its convex start with PROX[1]
 SHIFT_PASSES = 20  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
@@ -209,7 +209,7 @@ def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
         left = jnp.sign(g_mid) == jnp.sign(g_lo)
         return (jnp.where(left, mid, lo), jnp.where(left, hi, mid), jnp.where(left, g_mid, g_lo)), None
 
-    (lo, hi, _), _ = jax.lax.scan(bisect, (lo, hi, g_lo), None, length=BISECTIONS)
+    (lo, hi, _), _ = jax.lax.scan(bisect, (lo, hi, g_lo), None, length=BISECTIONS[jnp.dtype(qi.dtype).itemsize])
     r, _, valid = at(0.5 * (lo + hi))
     good = change & valid
     return r[jnp.argmax(good)], jnp.any(good)
@@ -264,7 +264,7 @@ def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int) -> tuple[Arra
     return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]))
 
 
-def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> tuple[Array, Array]:
+def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
@@ -276,7 +276,7 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int) -> tuple[Arra
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
         shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
         q = p.q.at[:3 * m:3].add(shift)
-        r, st = _cone_qp(p, q, r, tol, SHIFT_QP_ITER)
+        r, st = _cone_qp(p, q, r, tol, qp_iter)
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
@@ -289,11 +289,14 @@ class _Exact(NamedTuple):
     it: Array
 
 
-def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -> tuple[Array, Stats]:
+def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[int, int]) -> tuple[Array, Stats]:
     """Gauss-Seidel sweeps with exact one-contact solves (global progress), each
     followed by a semismooth Newton step on the Alart-Curnier function that is kept
-    only where it lowers the residual (quadratic convergence near the solution)."""
+    only where it lowers the residual (quadratic convergence near the solution).
+    ``tols``: (natural-map tolerance, start QPs' tolerance); ``start``: (QPs, cap on
+    each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
+    tol = tols[0]
     rho = _rho(p.W, m)
     qn = 1.0 + jnp.linalg.norm(p.q)
     res_at = lambda r, u: jnp.linalg.norm(natural_map(r, u, p.mu, p.lower, p.upper)) / qn  # noqa: E731
@@ -319,22 +322,22 @@ def _exact_run(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
-    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tol, passes)
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start)
     c = jax.lax.while_loop(lambda c: (c.it < max_iter) & (c.res > tol) & jnp.isfinite(c.res), step,
                            _Exact(start, res_of(start), jnp.zeros((), jnp.int32)))
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
-def _exact(p: _Problem, r0: Array, tol: Array, max_iter: int, passes: int) -> tuple[Array, Stats]:
-    return _exact_run(p, r0, tol, max_iter, passes)
+def _exact(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[int, int]) -> tuple[Array, Stats]:
+    return _exact_run(p, r0, tols, max_iter, start)
 
 
 @_exact.defjvp
-def _exact_jvp(max_iter, passes, primals, tangents):
-    p, r0, tol = primals
+def _exact_jvp(max_iter, start, primals, tangents):
+    p, r0, tols = primals
     dp = tangents[0]
-    r, stats = _exact_run(p, r0, tol, max_iter, passes)
+    r, stats = _exact_run(p, r0, tols, max_iter, start)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
     J = _jacobian(p, rho, r, p.W @ r + p.q)
@@ -381,7 +384,8 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
 
 def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
-          start_passes: int = SHIFT_PASSES) -> tuple[Array, Array, Stats]:
+          start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
+          start_iterations: int = SHIFT_QP_ITER) -> tuple[Array, Array, Stats]:
     """Solve one frictional contact problem (module docstring).
 
     Args:
@@ -397,6 +401,9 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
         from ``r0`` itself; a warm start from the last step needs few).
+      start_tol, start_iterations: relative-step tolerance (default ``tol``) and
+        static iteration cap of each of those QPs (a step bounds its cost with
+        the QP's own settings; a loose start only costs sweeps).
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
@@ -414,7 +421,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     p = _Problem(W, q, mu, lower, upper)
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
-        r, stats = _exact(p, jax.lax.stop_gradient(r0), jnp.asarray(tol, dtype), max_iter, start_passes)
+        tols = jnp.stack([jnp.asarray(tol, dtype), jnp.asarray(tol if start_tol is None else start_tol, dtype)])
+        r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, max_iter, (start_passes, start_iterations))
         stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":
         r, st = _cone_qp(p, q, r0, tol, max_iter)
