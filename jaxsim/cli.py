@@ -149,9 +149,13 @@ def _lowest_point(mujoco, m) -> float:
     return float(np.min(d.geom_xpos[:, 2] + np.sum(rot_z * center, 1) - np.sum(np.abs(rot_z) * half, 1)))
 
 
-def load_with_floor(path: str, dtype, **options):
+def load_with_floor(path: str, dtype, urdf_options: dict | None = None, **options):
     """Load an MJCF/URDF file; if it has no floor (a plane or height field), add a plane
     under its lowest point at qpos0, so the model starts resting on it.
+
+    Args:
+      urdf_options: ``package_dirs``, ``balance_inertia``, ``floating_base`` of
+        ``jaxsim.io.mjcf.urdf_spec`` (URDF files only).
 
     Returns:
       (model, floor height or None if the file had its own floor).
@@ -162,14 +166,21 @@ def load_with_floor(path: str, dtype, **options):
         mujoco = mjcf._mujoco()
     except ImportError as e:  # core install without the mujoco extra
         raise UsageError(str(e)) from None
-    m = mjcf._compile(path)
+    if path.lower().endswith(".urdf"):
+        def new_spec():
+            return mjcf.urdf_spec(path, **(urdf_options or {}))
+        m = mjcf.compile_urdf(path, **(urdf_options or {}))
+    else:
+        def new_spec():
+            return mujoco.MjSpec.from_file(path)
+        m = mjcf._compile(path)
     ground = {int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD)}
     if any(int(t) in ground for t in m.geom_type):
         return mjcf.from_mjmodel(m, dtype=dtype, **options), None
     mjcf._unsupported_checks(m)  # report what jaxsim cannot simulate before editing the file
     z = _lowest_point(mujoco, m)
     try:
-        spec = mujoco.MjSpec.from_file(path)
+        spec = new_spec()
         spec.worldbody.add_geom(name=FLOOR_NAME, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05],
                                 pos=[0, 0, z], rgba=[0.8, 0.8, 0.8, 1])
         m = spec.compile()
@@ -237,7 +248,11 @@ def simulate(args) -> int:
     options = {} if args.dt is None else {"timestep": args.dt}
     if args.max_contacts is not None:
         options["max_contacts"] = args.max_contacts
-    model, floor_z = load_with_floor(path, dtype, **options)
+    urdf_options = {"package_dirs": args.package_dir, "balance_inertia": args.balance_inertia,
+                    "floating_base": args.floating_base}
+    if not path.lower().endswith(".urdf") and (args.package_dir or args.balance_inertia or args.floating_base):
+        raise UsageError("--package-dir, --balance-inertia and --floating-base apply to URDF files only")
+    model, floor_z = load_with_floor(path, dtype, urdf_options, **options)
 
     dt = float(model.opt.timestep)
     steps = max(1, int(round(args.duration / dt)))
@@ -354,6 +369,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-contacts", type=int, default=None,
                    help="solve at most this many deepest contacts per step (0: all slots)")
     s.add_argument("--float64", action="store_true", help="simulate in float64 (default float32)")
+    s.add_argument("--package-dir", action="append", default=[], metavar="DIR",
+                   help="URDF: where package:// URIs are looked up first (repeatable; then "
+                        "$ROS_PACKAGE_PATH and the directories above the file)")
+    s.add_argument("--floating-base", action="store_true",
+                   help="URDF: a free joint on the root link (a legged robot); default: welded to the world")
+    s.add_argument("--balance-inertia", action="store_true",
+                   help="URDF: make inertias that are not physically valid valid instead of failing")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
     d = sub.add_parser("demo", help="simulate the built-in contact scenes")

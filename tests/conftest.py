@@ -26,3 +26,21 @@ def reference_model_files():
             if f.endswith(".xml"):
                 out.append((f"{prefix}/{f[:-4]}", os.path.join(folder, f)))
     return out
+
+
+def example_robot_data_dir():
+    """example-robot-data's ``robots`` folder (its URDFs use ``package://`` URIs)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        pytest.fail("example-robot-data is not installed: pip install -e '.[test]'")
+    return str(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+
+
+URDF_ROBOTS = {  # id: (path under example_robot_data_dir(), compile_urdf options)
+    "urdf/solo12": ("solo_description/robots/solo12.urdf", {"floating_base": True}),
+    "urdf/go2": ("go2_description/urdf/go2.urdf", {"floating_base": True}),
+    "urdf/panda": ("panda_description/urdf/panda.urdf", {}),
+}

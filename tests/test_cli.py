@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from jaxsim import GeomType
 from jaxsim.cli import load_with_floor, main
 from jaxsim.kinematics import forward_kinematics
 
@@ -82,6 +83,7 @@ def test_bad_model_files_get_one_line_errors(tmp_path):
     (["--dt", "0"], "--dt must be positive"),
     (["--batch", "0"], "--batch must be at least 1"),
     (["--out", "/nonexistent/dir/x.html"], "does not exist"),
+    (["--floating-base"], "apply to URDF files only"),
 ])
 def test_bad_options_exit_2(args, message, tmp_path, capsys):
     model = tmp_path / "box.xml"
@@ -132,6 +134,18 @@ def test_floor_is_added_under_the_lowest_point_and_the_box_comes_to_rest_on_it(t
     assert float(jnp.abs(traj.v[-1]).max()) < 1e-2
     ant, none = load_with_floor(ANT, jnp.float32)  # has its own floor: unchanged
     assert none is None and ant.topo.ngeom == 14
+
+
+def test_urdf_gets_its_packages_a_floor_and_a_floating_base():
+    """example-robot-data's Panda (``package://`` meshes): a floor under its lowest
+    point, welded to the world unless ``floating_base``."""
+    from conftest import example_robot_data_dir
+
+    path = f"{example_robot_data_dir()}/panda_description/urdf/panda.urdf"
+    fixed, z = load_with_floor(path, jnp.float32)
+    floating, z2 = load_with_floor(path, jnp.float32, {"floating_base": True})
+    assert (fixed.nq, floating.nq) == (9, 16) and z == pytest.approx(z2) and z <= 0.0
+    assert fixed.topo.ngeom == floating.topo.ngeom and GeomType.PLANE in fixed.topo.geom_type
 
 
 def test_bench_hands_its_arguments_to_the_benchmark():

@@ -365,3 +365,93 @@ def test_geom_restitution_from_custom_numerics_and_solref():
         load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:nope" data="0.5"/>'))
     with pytest.raises(ModelError, match="restitution must be in"):
         load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:tagged" data="1.5"/>'))
+
+
+# ------------------------------------------------------------ URDF packages
+
+PKG_URDF = """<robot name="pkg">
+  <link name="base">
+    <inertial><mass value="1.0"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"/></inertial>
+    <collision><geometry><mesh filename="{uri}" scale="0.1 0.1 0.1"/></geometry></collision>
+  </link>
+  <link name="arm">
+    <inertial><mass value="0.5"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><mesh filename="{uri}"/></geometry></collision>
+  </link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+TETRA = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+
+
+def _write_stl(path):
+    """A binary STL of the unit tetrahedron (outward faces)."""
+    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+    out = bytearray(80) + np.uint32(len(faces)).tobytes()
+    for f in faces:
+        out += np.zeros(3, np.float32).tobytes() + TETRA[list(f)].tobytes() + b"\0\0"
+    path.write_bytes(bytes(out))
+
+
+@pytest.fixture
+def pkg_tree(tmp_path):
+    """``ws/src/my_robot`` (a package.xml naming ``my_robot``) with a mesh and a URDF
+    under ``urdf/``, and the same mesh under ``other/my_robot``."""
+    root = tmp_path / "ws" / "src" / "my_robot"
+    (root / "meshes").mkdir(parents=True), (root / "urdf").mkdir()
+    (root / "package.xml").write_text("<package format='3'><name>my_robot</name></package>")
+    _write_stl(root / "meshes" / "tetra.stl")
+    (tmp_path / "other" / "my_robot" / "meshes").mkdir(parents=True)
+    _write_stl(tmp_path / "other" / "my_robot" / "meshes" / "tetra.stl")
+    return tmp_path, root
+
+
+def _pkg_urdf(path, uri="package://my_robot/meshes/tetra.stl", inertia=(0.01, 0.01, 0.01)):
+    path.write_text(PKG_URDF.format(uri=uri, ixx=inertia[0], iyy=inertia[1], izz=inertia[2]))
+    return path
+
+
+def test_urdf_package_uris_resolve(pkg_tree, monkeypatch):
+    """``package://`` from the directories above the file (package.xml), from
+    ``package_dirs`` and from ``ROS_PACKAGE_PATH``; the base mesh is the tetrahedron
+    scaled by 0.1, so its hull vertices are MuJoCo's."""
+    tmp, root = pkg_tree
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    urdf = _pkg_urdf(root / "urdf" / "robot.urdf")
+    model = load_urdf(urdf, dtype=jnp.float64)
+    assert model.nv == 1 and list(model.topo.geom_type).count(GeomType.CONVEX) == 2
+    mm = mjcf_mod.compile_urdf(urdf)
+    diameters = []
+    for k in range(mm.nmesh):  # MuJoCo moves a mesh to its principal frame: compare distances
+        v = mm.mesh_vert[mm.mesh_vertadr[k]:mm.mesh_vertadr[k] + mm.mesh_vertnum[k]]
+        diameters.append(np.max(np.linalg.norm(v[:, None] - v[None], axis=-1)))
+    np.testing.assert_allclose(sorted(diameters), [0.1 * np.sqrt(2), np.sqrt(2)], rtol=1e-6)
+    lone = _pkg_urdf(tmp / "lone.urdf")  # no package.xml above it
+    with pytest.raises(ModelError, match="cannot resolve 'package://my_robot/meshes/tetra.stl'"):
+        load_urdf(lone)
+    assert load_urdf(lone, package_dirs=[tmp / "other"]).nv == 1  # D/NAME
+    assert load_urdf(lone, package_dirs=str(root)).nv == 1  # D is the package
+    monkeypatch.setenv("ROS_PACKAGE_PATH", f"{tmp / 'nowhere'}{':'}{tmp / 'ws' / 'src'}")
+    assert load_urdf(lone).nv == 1
+    with pytest.raises(ModelError, match="holding 'meshes/none.stl'"):
+        load_urdf(_pkg_urdf(tmp / "bad.urdf", uri="package://my_robot/meshes/none.stl"))
+    rel = _pkg_urdf(root / "rel.urdf", uri="meshes/tetra.stl")  # relative to the file
+    assert load_urdf(rel).nv == 1
+
+
+def test_urdf_balance_inertia(pkg_tree):
+    """A (1, 1, 3) inertia breaks the triangle inequality: rejected with a hint,
+    balanced to (1.5, 1.5, 3) on request (the smaller moments raised equally); a
+    valid inertia is left as it is; ``floating_base`` adds a free joint."""
+    _, root = pkg_tree
+    urdf = _pkg_urdf(root / "urdf" / "bad_inertia.urdf", inertia=(0.01, 0.01, 0.03))
+    with pytest.raises(ModelError, match="balance_inertia=True"):
+        load_urdf(urdf)
+    mm = mjcf_mod.compile_urdf(urdf, balance_inertia=True)
+    floating = mjcf_mod.compile_urdf(urdf, balance_inertia=True, floating_base=True)
+    assert (floating.nq, floating.nv) == (mm.nq + 7, mm.nv + 6)
+    base, arm = floating.body("base").id, floating.body("arm").id  # (fixed, MuJoCo fuses base into the world)
+    np.testing.assert_allclose(np.sort(floating.body_inertia[base]), [0.015, 0.015, 0.03], rtol=1e-9)
+    np.testing.assert_allclose(floating.body_inertia[arm], 0.01, rtol=1e-9)
+    assert load_urdf(urdf, balance_inertia=True, floating_base=True).nq == 8

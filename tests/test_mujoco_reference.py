@@ -19,10 +19,10 @@ import pytest
 import jaxsim
 from jaxsim import dynamics
 from jaxsim.builder import ModelError
-from jaxsim.io import from_mjmodel
+from jaxsim.io import compile_urdf, from_mjmodel, load_urdf
 from jaxsim.kinematics import body_velocities
 
-from conftest import reference_model_files
+from conftest import URDF_ROBOTS, example_robot_data_dir, reference_model_files
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -111,6 +111,22 @@ def test_matches_mujoco(loaded):
     for key in ("xpos", "xmat", "M", "bias", "passive", "actuator", "act_dot", "qacc"):
         assert_close(key, got[key], ref[key])
     assert_close("qacc (CRBA)", got["qacc_crba"], ref["qacc"])
+
+
+@pytest.mark.parametrize("name", list(URDF_ROBOTS))
+def test_urdf_robot_matches_mujoco(name):
+    """example-robot-data's URDFs, ``package://`` meshes resolved by ``load_urdf``,
+    against MuJoCo compiling the same resolved file."""
+    rel, options = URDF_ROBOTS[name]
+    path = f"{example_robot_data_dir()}/{rel}"
+    mm = compile_urdf(path, **options)
+    assert mm.nmesh > 0 and mm.nv == (18 if options.get("floating_base") else mm.njnt)
+    mm.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    model = load_urdf(path, dtype=jnp.float64, **options)
+    states = random_states(mm, 4)
+    ref, got = mujoco_reference(mm, states), jaxsim_quantities(model, states)
+    for key in ("xpos", "xmat", "M", "bias", "passive", "qacc"):
+        assert_close(key, got[key], ref[key])
 
 
 @pytest.mark.parametrize("name", REQUIRED)

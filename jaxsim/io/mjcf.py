@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.io.urdf import resolve_urdf
 from jaxsim.types import Model
 
 CYLINDER_SIDES = 16
@@ -74,12 +75,61 @@ def load_mjcf(source: str, dtype=jnp.float32, **options) -> Model:
     return from_mjmodel(_compile(source), dtype=dtype, **options)
 
 
-def load_urdf(path: str, dtype=jnp.float32, **options) -> Model:
-    """Load a URDF file (through MuJoCo's URDF importer) into a Model."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ModelError(f"model file not found: {path}")
-    return from_mjmodel(_compile(path), dtype=dtype, **options)
+def load_urdf(path: str, dtype=jnp.float32, package_dirs=(), balance_inertia: bool = False,
+              floating_base: bool = False, **options) -> Model:
+    """Load a URDF file (through MuJoCo's URDF importer) into a Model.
+
+    Args:
+      path: the ``.urdf`` file.
+      dtype: float dtype of the Model's arrays.
+      package_dirs, balance_inertia, floating_base: as for ``compile_urdf``.
+      **options: ModelBuilder options, as for ``load_mjcf``.
+    """
+    return from_mjmodel(compile_urdf(path, package_dirs, balance_inertia, floating_base), dtype=dtype, **options)
+
+
+def compile_urdf(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False):
+    """MuJoCo's ``MjModel`` of a URDF file, its ``package://`` URIs resolved
+    (arguments as for ``urdf_spec``)."""
+    return _compile_spec(urdf_spec(path, package_dirs, balance_inertia, floating_base), path, balance_inertia)
+
+
+def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False):
+    """MuJoCo's ``MjSpec`` of a URDF file, its ``package://`` URIs resolved.
+
+    Args:
+      path: the ``.urdf`` file.
+      package_dirs: directories (or one) searched first for ``package://`` URIs;
+        then ``$ROS_PACKAGE_PATH`` and the directories above the file
+        (``jaxsim.io.urdf``).
+      balance_inertia: make invalid inertias valid (``jaxsim.io.urdf.balance``)
+        instead of rejecting the file, as MuJoCo's ``balanceinertia`` does for
+        triangle-inequality violations.
+      floating_base: give the root link a free joint (named ``floating_base``): a
+        legged robot's URDF has none, and MuJoCo welds the root to the world.
+    """
+    mujoco = _mujoco()
+    text = resolve_urdf(path, package_dirs, balance_inertia)
+    try:
+        spec = mujoco.MjSpec.from_string(text)
+    except ValueError as e:
+        raise ModelError(f"MuJoCo could not read {os.fspath(path)!r}: {e}") from None
+    if floating_base:
+        roots = spec.worldbody.bodies
+        if len(roots) != 1 or roots[0].joints:
+            raise ModelError(f"{os.fspath(path)}: floating_base needs one root link without a joint; "
+                             f"the world holds {[b.name for b in roots]}")
+        roots[0].add_freejoint(name="floating_base")
+    return spec
+
+
+def _compile_spec(spec, path, balance_inertia: bool = True):
+    try:
+        return spec.compile()
+    except ValueError as e:
+        hint = (" (balance_inertia=True makes such inertias valid)"
+                if "inertia" in str(e).lower() and not balance_inertia else "")
+        raise ModelError(f"MuJoCo could not compile {os.fspath(path)!r}: {e}{hint}") from None
 
 
 def _name(m, objtype, i: int, kind: str) -> str:
