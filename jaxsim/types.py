@@ -138,6 +138,7 @@ class Topology:
     actuator_forcelimited: tuple = static()
     actuator_actlimited: tuple = static()
     actuator_name: tuple = static()
+    actuator_implicit: tuple = static()  # bool, PD solved as a constraint row (contact/rows.py)
     tendon_limited: tuple = static()
     tendon_name: tuple = static()
     eq_type: tuple = static()  # "joint" or "tendon"
