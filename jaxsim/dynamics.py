@@ -148,15 +148,24 @@ def clamped_ctrl(model: Model, ctrl: Array) -> Array:
 
 def actuator_drive(model: Model, q: Array, act: Array, ctrl: Array) -> tuple[Array, Array]:
     """``(gain * u, length)`` (nu,) of every actuator: ``u`` its clamped control or
-    its activation, ``length`` its transmission's (rad or m, times gear)."""
+    its activation, ``length`` its transmission's (rad or m, times gear; ``gear .
+    rotvec`` on a ball joint, taken modulo 2 pi nearest the servo's target ``-gain
+    u / bias[1]``: MuJoCo wraps a ball servo's position error into [-pi, pi))."""
     topo = model.topo
     ctrl = clamped_ctrl(model, ctrl)
-    length = model.actuator_moment @ kin_mod.scalar_joint_positions(model, q)
+    length = model.actuator_moment @ kin_mod.transmission_positions(model, q)
     actadr = np.asarray(topo.actuator_actadr)
     u = ctrl
     if topo.na:
         u = jnp.where(jnp.asarray(actadr >= 0), act[np.maximum(actadr, 0)], ctrl)
-    return model.actuator_gain * u, length
+    drive = model.actuator_gain * u
+    if any(topo.actuator_ball):
+        b1 = model.actuator_bias[:, 1]
+        servo = jnp.asarray(topo.actuator_ball) & (b1 != 0)
+        target = -drive / jnp.where(servo, b1, 1.0)
+        wrapped = target - jnp.mod(target - length + jnp.pi, 2 * jnp.pi) + jnp.pi
+        length = jnp.where(servo, wrapped, length)
+    return drive, length
 
 
 def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
