@@ -4,10 +4,17 @@ joints and 8 hinges, every joint driven by a PD servo, standing on a floor.
 Bodies (x forward, z up; the standing pose is the built one, legs straight down):
 trunk front (the free root) and rear, two neck segments and a head, two tail
 segments, and four legs of four segments (upper leg on a ball joint, lower leg and
-cannon on hinges about y, hoof on a ball joint). A ball joint carries three position
+cannon on hinges about y, hoof, a ball, on a ball joint). A ball joint carries three position
 servos with gears along its x, y and z axes (MuJoCo's ball transmission: length
 ``gear . rotvec``), a hinge one: 14 x 3 + 8 = 50 actuators, all targets 0 at the
-standing pose, so ``make_state``'s zero ``ctrl`` holds it.
+standing pose, so ``make_state``'s zero ``ctrl`` holds it. Gains: a stiffness per
+part (4000 N m/rad at the trunk's middle joint down to 20 at the tail's tip), capped
+per servo at ``I omega^2`` with ``I`` the servo's apparent inertia at the standing
+pose (its inverse is ``g M^-1 g`` for the servo's moment ``g``), ``omega`` = 400
+rad/s on the legs (200 on the neck, head and tail, whose coupled segments went
+unstable at 400), and
+critical damping ``2 sqrt(kp I)``: explicit PD is then stable at dt = 1 ms and
+unstable at the seed's 50 ms.
 
 One table (``BODIES``) makes both the jaxsim Model (``build``, through the builder:
 no MuJoCo needed) and the MJCF text (``mjcf``) that MuJoCo loads, with the same
@@ -39,38 +46,43 @@ class Part(NamedTuple):
     shape: str  # "box" (half sizes), "capsule" (p0, p1, radius), "sphere" (centre, radius)
     size: tuple
     mass: float  # kg
-    kp: float  # N m / rad, each servo of the joint
-    kv: float  # N m s / rad
+    kp: tuple  # N m / rad, per servo of the joint (x, y, z on a ball joint)
+    kv: tuple  # N m s / rad
 
 
 def _leg(side: str, end: str, x: float, y: float) -> list[Part]:
     trunk = "trunk_front" if end == "front" else "trunk_rear"
     p = f"{end}_{side}"
     return [
-        Part(f"{p}_upper", trunk, (x, y, -0.12), "ball", "capsule", ((0, 0, 0), (0, 0, -0.25), 0.05), 3.0, 2000, 60),
+        Part(f"{p}_upper", trunk, (x, y, -0.12), "ball", "capsule", ((0, 0, 0), (0, 0, -0.25), 0.05), 3.0,
+             (2000, 2000, 920), (44, 27, 4.6)),
         Part(f"{p}_lower", f"{p}_upper", (0, 0, -0.25), "hinge", "capsule", ((0, 0, 0), (0, 0, -0.22), 0.04), 2.0,
-             1500, 40),
+             (1500,), (9.5,)),
         Part(f"{p}_cannon", f"{p}_lower", (0, 0, -0.22), "hinge", "capsule", ((0, 0, 0), (0, 0, -0.18), 0.03), 1.0,
-             800, 20),
-        Part(f"{p}_hoof", f"{p}_cannon", (0, 0, -0.18), "ball", "sphere", ((0, 0, -0.04), 0.04), 0.5, 300, 5),
+             (800,), (4.0,)),
+        Part(f"{p}_hoof", f"{p}_cannon", (0, 0, -0.18), "ball", "sphere", ((0, 0, -0.04), 0.04), 0.5,
+             (140, 78, 49), (0.71, 0.39, 0.24)),
     ]
 
 
 HEIGHT = 0.12 + 0.25 + 0.22 + 0.18 + 0.08  # m, trunk centre above the floor when standing
 
 BODIES: list[Part] = [
-    Part("trunk_front", "world", (0.25, 0.0, HEIGHT), "free", "box", (0.25, 0.15, 0.12), 25.0, 0, 0),
+    Part("trunk_front", "world", (0.25, 0.0, HEIGHT), "free", "box", (0.25, 0.15, 0.12), 25.0, (), ()),
     Part("trunk_rear", "trunk_front", (-0.25, 0.0, 0.0), "ball", "box", ((-0.25, 0, 0), (0.25, 0.15, 0.12)), 25.0,
-         4000, 150),
+         (4000, 4000, 4000), (70, 87, 83)),
     Part("neck1", "trunk_front", (0.25, 0.0, 0.08), "ball", "capsule", ((0, 0, 0), (0.12, 0, 0.15), 0.06), 4.0,
-         800, 30),
-    Part("neck2", "neck1", (0.12, 0.0, 0.15), "ball", "capsule", ((0, 0, 0), (0.10, 0, 0.15), 0.05), 3.0, 500, 20),
-    Part("head", "neck2", (0.10, 0.0, 0.15), "ball", "capsule", ((0, 0, 0), (0.20, 0, -0.05), 0.06), 4.0, 300, 10),
+         (620, 800, 440), (6.2, 16, 4.4)),
+    Part("neck2", "neck1", (0.12, 0.0, 0.15), "ball", "capsule", ((0, 0, 0), (0.10, 0, 0.15), 0.05), 3.0,
+         (230, 500, 140), (2.3, 6.5, 1.4)),
+    Part("head", "neck2", (0.10, 0.0, 0.15), "ball", "capsule", ((0, 0, 0), (0.20, 0, -0.05), 0.06), 4.0,
+         (180, 300, 170), (1.8, 5.8, 1.7)),
     Part("tail1", "trunk_rear", (-0.5, 0.0, 0.08), "ball", "capsule", ((0, 0, 0), (-0.15, 0, -0.10), 0.03), 0.5,
-         50, 2),
-    Part("tail2", "tail1", (-0.15, 0.0, -0.10), "ball", "capsule", ((0, 0, 0), (-0.12, 0, -0.15), 0.025), 0.4, 20, 1),
-    *_leg("left", "front", 0.15, 0.12), *_leg("right", "front", 0.15, -0.12),
-    *_leg("left", "rear", -0.40, 0.12), *_leg("right", "rear", -0.40, -0.12),
+         (13, 50, 28), (0.13, 1.5, 0.28)),
+    Part("tail2", "tail1", (-0.15, 0.0, -0.10), "ball", "capsule", ((0, 0, 0), (-0.12, 0, -0.15), 0.025), 0.4,
+         (6.1, 20, 6.1), (0.061, 0.36, 0.061)),
+    *_leg("left", "front", 0.15, 0.14), *_leg("right", "front", 0.15, -0.14),
+    *_leg("left", "rear", -0.40, 0.14), *_leg("right", "rear", -0.40, -0.14),
 ]
 
 
@@ -150,17 +162,17 @@ def _geom(part: Part) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
     return "capsule", np.array([part.size[2], half, 0]), centre, quat
 
 
-def _servos(part: Part) -> list[tuple[str, tuple]]:
-    """(actuator name, gear) of the servos of a part's joint."""
+def _servos(part: Part) -> list[tuple[str, tuple, float, float]]:
+    """(actuator name, gear, kp, kv) of the servos of a part's joint."""
     if part.joint == "ball":
-        return [(f"{part.name}_{a}", g) for a, g in zip("xyz", np.eye(3))]
+        return [(f"{part.name}_{a}", g, kp, kv) for a, g, kp, kv in zip("xyz", np.eye(3), part.kp, part.kv)]
     if part.joint == "hinge":
-        return [(part.name, (1.0,))]
+        return [(part.name, (1.0,), part.kp[0], part.kv[0])]
     return []
 
 
 def actuator_names() -> list[str]:
-    return [n for part in tree_order() for n, _ in _servos(part)]
+    return [s[0] for part in tree_order() for s in _servos(part)]
 
 
 def build(timestep: float = 0.05, implicit: bool = True, dtype=jnp.float32, **options) -> Model:
@@ -184,8 +196,8 @@ def build(timestep: float = 0.05, implicit: bool = True, dtype=jnp.float32, **op
         kind, size, pos, quat = _geom(part)
         b.add_geom(part.name, kind, size, name=part.name, pos=pos, quat=quat, friction=(FRICTION, FRICTION),
                    contype=ROBOT_CONTYPE, conaffinity=ROBOT_CONAFFINITY)
-        for name, gear in _servos(part):
-            b.add_actuator(name, joint=part.name, kind="position", kp=part.kp, kv=part.kv,
+        for name, gear, kp, kv in _servos(part):
+            b.add_actuator(name, joint=part.name, kind="position", kp=kp, kv=kv,
                            gear=gear if part.joint == "ball" else gear[0])
     return b.build(dtype)
 
@@ -228,21 +240,23 @@ def mjcf(timestep: float = 0.05, integrator: str = "implicitfast") -> str:
         body(part, "    ")
     lines += ["  </worldbody>", "  <actuator>"]
     for part in tree_order():
-        for name, gear in _servos(part):
-            lines.append(f'    <position name="{name}" joint="{part.name}" gear="{_f(gear)}" kp="{part.kp:g}" '
-                         f'kv="{part.kv:g}"/>')
+        for name, gear, kp, kv in _servos(part):
+            lines.append(f'    <position name="{name}" joint="{part.name}" gear="{_f(gear)}" kp="{kp:g}" '
+                         f'kv="{kv:g}"/>')
     lines += ["  </actuator>", "</mujoco>", ""]
     return "\n".join(lines)
 
 
-def gait_ctrl(model: Model, t, amplitude: float = 0.25, frequency: float = 1.0):
-    """(nu,) targets of a trot at time ``t`` (s): each upper leg swings about y by
-    ``amplitude`` rad at ``frequency`` Hz (diagonal pairs in phase), its lower leg
-    flexes by up to ``amplitude`` in the swing half; every other target stays 0."""
+def gait_ctrl(model: Model, t, amplitude: float = 0.1, frequency: float = 0.5):
+    """(nu,) targets of a walk at time ``t`` (s): each upper leg swings about y by
+    ``amplitude`` rad at ``frequency`` Hz, the legs a quarter period apart (left
+    hind, left fore, right hind, right fore: three hooves down at most times), its
+    lower leg flexing by up to ``2 amplitude`` while it swings forward; every other
+    target stays 0."""
     names = actuator_names()
     ctrl = jnp.zeros((len(names),), model.dtype)
-    for leg, phase in (("front_left", 0.0), ("rear_right", 0.0), ("front_right", np.pi), ("rear_left", np.pi)):
-        s = jnp.sin(2 * np.pi * frequency * t + phase)
-        ctrl = ctrl.at[names.index(f"{leg}_upper_y")].set(amplitude * s)
-        ctrl = ctrl.at[names.index(f"{leg}_lower")].set(amplitude * jnp.maximum(s, 0.0))
+    for k, leg in enumerate(("rear_left", "front_left", "rear_right", "front_right")):
+        phase = 2 * np.pi * (frequency * t - k / 4)
+        ctrl = ctrl.at[names.index(f"{leg}_upper_y")].set(-amplitude * jnp.cos(phase))
+        ctrl = ctrl.at[names.index(f"{leg}_lower")].set(2 * amplitude * jnp.maximum(jnp.sin(phase), 0.0) ** 2)
     return ctrl
