@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim.dynamics import actuator_drive
 from jaxsim.kinematics import scalar_joint_positions
 from jaxsim.types import JointType, Model, Topology
 
@@ -80,7 +81,7 @@ def row_layout(topo: Topology) -> RowLayout:
     # a tendon's joints are data (tendon_coef), not topology: its rows are given the
     # world (no relaxation weight of their own, contact/point.py)
     jnt_body = np.asarray(topo.jnt_body, np.int32).reshape(-1)
-    # servo rows replace their diagonal (soft_rows): like tendons, no relaxation tree
+    # servo rows replace their diagonal (soft_diagonal): like tendons, no relaxation tree
     servos = np.flatnonzero(np.asarray(topo.actuator_implicit, bool)).astype(np.int32)
     body = np.concatenate([jnt_body[ids], np.zeros(len(tendons) + len(servos), np.int32)]).astype(np.int32)
     return RowLayout(ids, np.asarray(topo.jnt_qposadr, np.int32)[ids],
@@ -124,8 +125,6 @@ def constraint_rows(model: Model, q: Array, v_free: Array, act: Array | None = N
 
 def servo_rows(model: Model, ids: np.ndarray, q: Array, act: Array, ctrl: Array) -> Rows:
     """The soft rows of the implicit-PD actuators ``ids`` (module docstring)."""
-    from jaxsim.dynamics import actuator_drive
-
     dtype, dt = q.dtype, model.opt.timestep
     moment = model.actuator_moment[ids]  # (na, nv)
     drive, length = actuator_drive(model, q, act, ctrl)
