@@ -179,7 +179,7 @@ class _Actuator:
     name: str
     joint: str | None
     tendon: str | None
-    gear: float
+    gear: np.ndarray  # (1,), or (3,) on a ball joint
     gain: float
     bias: np.ndarray
     ctrlrange: np.ndarray | None
@@ -187,6 +187,12 @@ class _Actuator:
     actrange: np.ndarray | None
     dyntype: DynType
     tau: float
+    implicit: bool | None = None
+
+
+def _servo(bias: np.ndarray) -> bool:
+    """Whether an actuator's bias is PD feedback that implicit PD can take."""
+    return bool(bias[1] <= 0 and bias[2] <= 0 and (bias[1] < 0 or bias[2] < 0))
 
 
 @dataclasses.dataclass
@@ -221,7 +227,7 @@ class ModelBuilder:
                  contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
                  adjoint: str = "implicit", max_contacts: int = 0, edge_contacts: bool = True,
                  penalty_stiffness: float = 1e6, penalty_damping: float = 1000.0,
-                 penalty_slip_speed: float = 0.01, **contact_params):
+                 penalty_slip_speed: float = 0.01, implicit_pd: bool = False, **contact_params):
         """Scene-wide options.
 
         Args:
@@ -240,6 +246,9 @@ class ModelBuilder:
           penalty_stiffness, penalty_damping: N/m and N s/m of penalty pairs (per pair
             with ``add_pair``); penalty_slip_speed: m/s, their friction is viscous
             below it.
+          implicit_pd: the default of ``add_actuator(implicit=...)``: every servo
+            (position or velocity feedback) is solved implicitly, as a constraint
+            row (seed 001; ``contact/rows.py``); other actuators stay explicit.
         """
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
@@ -281,6 +290,7 @@ class ModelBuilder:
                           constraint=bool(constraints),
                           integrator=integrator, forward_dynamics=forward_dynamics,
                           implicit_damping=bool(implicit_damping), implicit_gyroscopic=bool(implicit_gyroscopic))
+        self.implicit_pd = bool(implicit_pd)
         self.timestep = float(timestep)
         self.gravity = _vec(gravity, 3, "gravity")
         self.density, self.viscosity = float(density), float(viscosity)
@@ -489,18 +499,24 @@ class ModelBuilder:
         return len(self.meshes) - 1
 
     def add_actuator(self, name: str | None = None, *, joint: str | None = None,
-                     tendon: str | None = None, kind: str = "motor", gear: float = 1.0,
+                     tendon: str | None = None, kind: str = "motor", gear=1.0,
                      kp: float = 0.0, kv: float = 0.0, gain: float | None = None,
                      bias=None, ctrlrange=None, forcerange=None, actrange=None,
-                     dyntype: str = "none", tau: float = 1.0) -> str:
-        """Add an actuator on a hinge/slide joint or a tendon.
+                     dyntype: str = "none", tau: float = 1.0, implicit: bool | None = None) -> str:
+        """Add an actuator on a hinge/slide/ball joint or a tendon.
 
         ``force = gain * u + bias[0] + bias[1] * length + bias[2] * velocity`` with
         ``u`` the control (or the activation when ``dyntype`` is not "none") and length
         and velocity those of the transmission scaled by ``gear``; the generalized force
-        is ``gear * force`` on the joint. ``kind`` fills gain and bias:
+        is ``gear * force`` on the joint. On a ball joint ``gear`` is a 3-vector in
+        the joint frame (a number g means (g, 0, 0), as in MuJoCo): length ``gear .
+        rotvec`` of the joint's rotation, velocity ``gear . omega``, so three
+        position servos with gears along x, y, z hold a target orientation. ``kind`` fills gain and bias:
         "motor" (gain 1), "position" (PD servo: gain kp, bias (0, -kp, -kv)),
         "velocity" (gain kv, bias (0, 0, -kv)) or "general" (give gain and bias).
+        ``implicit``: evaluate the feedback at the step's end, solved with the
+        constraints (seed 001: stable at large dt; needs ``bias[1] <= 0``,
+        ``bias[2] <= 0``, not both 0); None: the builder's ``implicit_pd``.
         """
         name = self._name("actuator", name, len(self.actuators))
         where = f"actuator {name!r}"
@@ -518,8 +534,12 @@ class ModelBuilder:
             raise ModelError(f"{where}: unknown kind {kind!r}; supported: motor, position, velocity, general")
         if dyntype not in _DYNS:
             raise ModelError(f"{where}: unknown dyntype {dyntype!r}; supported: {sorted(_DYNS)}")
-        if gear == 0 or not np.isfinite(gear):
-            raise ModelError(f"{where}: gear must be finite and non-zero, got {gear}")
+        gear = np.atleast_1d(np.asarray(gear, float))
+        if gear.shape not in ((1,), (3,)) or not np.all(np.isfinite(gear)) or not np.any(gear != 0):
+            raise ModelError(f"{where}: gear must be a finite non-zero number (or a 3-vector on a ball joint), "
+                             f"got {gear.tolist()}")
+        if tendon is not None and gear.shape != (1,):
+            raise ModelError(f"{where}: a tendon's gear is a number, got {gear.tolist()}")
         if _DYNS[dyntype] in (DynType.FILTER, DynType.FILTEREXACT) and not tau > 0:
             raise ModelError(f"{where}: filter time constant tau must be positive, got {tau}")
         ranges = []
@@ -529,8 +549,11 @@ class ModelBuilder:
                 if not r[0] <= r[1]:
                     raise ModelError(f"{where}: {label} must have low <= high, got {r.tolist()}")
             ranges.append(r)
-        self.actuators.append(_Actuator(name, joint, tendon, float(gear), g, b, *ranges,
-                                        _DYNS[dyntype], float(tau)))
+        if implicit and not _servo(b):
+            raise ModelError(f"{where}: implicit=True needs position or velocity feedback (bias[1] <= 0, "
+                             f"bias[2] <= 0, not both 0), got bias {b.tolist()}")
+        self.actuators.append(_Actuator(name, joint, tendon, gear, g, b, *ranges,
+                                        _DYNS[dyntype], float(tau), implicit))
         return name
 
     def add_tendon(self, name: str, coefs: dict, *, stiffness: float = 0.0,
@@ -691,14 +714,22 @@ class ModelBuilder:
         actadr, na = [], 0
         for a_i, a in enumerate(self.actuators):
             if a.joint is not None:
-                if a.joint not in scalar:
-                    raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} is not a hinge or slide "
+                kind = joints[jid[a.joint]].type if a.joint in jid else None
+                if a.joint in scalar:
+                    if a.gear.shape != (1,):
+                        raise ModelError(f"actuator {a.name!r}: gear on hinge/slide joint {a.joint!r} is a "
+                                         f"number, got {a.gear.tolist()}")
+                    moment[a_i, jt["dofadr"][jid[a.joint]]] = a.gear[0]
+                elif kind == JointType.BALL:
+                    gear = np.pad(a.gear, (0, 3 - len(a.gear)))  # g -> (g, 0, 0)
+                    moment[a_i, jt["dofadr"][jid[a.joint]] + np.arange(3)] = gear
+                else:
+                    raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} is not a hinge, slide or ball "
                                      "joint of the model (only those can be actuated)")
-                moment[a_i, jt["dofadr"][jid[a.joint]]] = a.gear
             else:
                 if a.tendon not in tid:
                     raise ModelError(f"actuator {a.name!r}: unknown tendon {a.tendon!r}")
-                moment[a_i] = a.gear * tendon_coef[tid[a.tendon]]
+                moment[a_i] = a.gear[0] * tendon_coef[tid[a.tendon]]
             actadr.append(na if a.dyntype != DynType.NONE else -1)
             na += a.dyntype != DynType.NONE
         eq_obj1, eq_obj2 = [], []
@@ -787,6 +818,21 @@ class ModelBuilder:
                        **{name: arr(value) for name, value in self.stage_params.items()},
                        contact=self.contact, fluid=self.density > 0 or self.viscosity > 0, **self.flags)
 
+    def _implicit(self, a: _Actuator, joints: list) -> bool:
+        """Whether actuator ``a`` is solved implicitly (``add_actuator``)."""
+        implicit = self.implicit_pd if a.implicit is None else a.implicit
+        if not implicit or not _servo(a.bias):
+            return False
+        if not self.flags["constraint"]:
+            if a.implicit:
+                raise ModelError(f"actuator {a.name!r}: implicit PD is solved in the constraint stage, "
+                                 "which constraints=False turns off")
+            return False
+        if a.joint is not None and any(j.name == a.joint and j.actfrcrange is not None for j in joints):
+            raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} clamps its total actuator force "
+                             "(actuatorfrcrange), which implicit PD does not honour; use forcerange")
+        return True
+
     def _restitution(self, geom: _Geom) -> float:
         """A geom's restitution, the contact model's default where it set none."""
         return contact_models.get(self.contact).default_restitution if geom.restitution is None else geom.restitution
@@ -841,6 +887,9 @@ class ModelBuilder:
             actuator_forcelimited=tuple(a.forcerange is not None for a in self.actuators),
             actuator_actlimited=tuple(a.actrange is not None for a in self.actuators),
             actuator_name=tuple(a.name for a in self.actuators),
+            actuator_implicit=tuple(self._implicit(a, joints) for a in self.actuators),
+            actuator_ball=tuple(any(j.name == a.joint and j.type == JointType.BALL for j in joints)
+                                for a in self.actuators),
             tendon_limited=tuple(t.range is not None for t in self.tendons),
             tendon_name=tuple(t.name for t in self.tendons),
             eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(tr["eq_obj1"]),

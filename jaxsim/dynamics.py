@@ -140,12 +140,43 @@ def fluid_forces(model: Model, kin: Kinematics, v: Array, body_vel: Array | None
     return jnp.sum(kin.dof_motion * (jnp.asarray(p.body_dof.T, dtype) @ wrench), -1)
 
 
-def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array) -> tuple[Array, Array]:
+def clamped_ctrl(model: Model, ctrl: Array) -> Array:
+    """(nu,) controls clamped to ctrlrange where limited."""
+    lim = jnp.asarray(model.topo.actuator_ctrllimited)
+    return jnp.where(lim, jnp.clip(ctrl, model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]), ctrl)
+
+
+def actuator_drive(model: Model, q: Array, act: Array, ctrl: Array) -> tuple[Array, Array]:
+    """``(gain * u, length)`` (nu,) of every actuator: ``u`` its clamped control or
+    its activation, ``length`` its transmission's (rad or m, times gear; ``gear .
+    rotvec`` on a ball joint, taken modulo 2 pi nearest the servo's target ``-gain
+    u / bias[1]``: MuJoCo wraps a ball servo's position error into [-pi, pi))."""
+    topo = model.topo
+    ctrl = clamped_ctrl(model, ctrl)
+    length = model.actuator_moment @ kin_mod.transmission_positions(model, q)
+    actadr = np.asarray(topo.actuator_actadr)
+    u = ctrl
+    if topo.na:
+        u = jnp.where(jnp.asarray(actadr >= 0), act[np.maximum(actadr, 0)], ctrl)
+    drive = model.actuator_gain * u
+    if any(topo.actuator_ball):
+        b1 = model.actuator_bias[:, 1]
+        servo = jnp.asarray(topo.actuator_ball) & (b1 != 0)
+        target = -drive / jnp.where(servo, b1, 1.0)
+        wrapped = target - jnp.mod(target - length + jnp.pi, 2 * jnp.pi) + jnp.pi
+        length = jnp.where(servo, wrapped, length)
+    return drive, length
+
+
+def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
+                    skip_implicit: bool = False) -> tuple[Array, Array]:
     """Generalized actuator forces and activation derivatives.
 
     Args:
       q, v: generalized positions and velocities.
       act: (na,) activations; ctrl: (nu,) controls (clamped to ctrlrange if limited).
+      skip_implicit: static, leave out the implicit-PD actuators (the step solves
+        them as constraint rows, ``contact/rows.py``).
 
     Returns:
       qfrc_actuator (nv,), act_dot (na,).
@@ -154,19 +185,17 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array) -
     dtype = v.dtype
     if topo.nu == 0:  # nothing to clamp either
         return jnp.zeros_like(v), jnp.zeros((topo.na,), dtype)
-    lim = jnp.asarray(topo.actuator_ctrllimited)
-    ctrl = jnp.where(lim, jnp.clip(ctrl, model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]), ctrl)
-    length = model.actuator_moment @ kin_mod.scalar_joint_positions(model, q)
+    ctrl = clamped_ctrl(model, ctrl)
+    drive, length = actuator_drive(model, q, act, ctrl)
     velocity = model.actuator_moment @ v
     actadr = np.asarray(topo.actuator_actadr)
     has_act = actadr >= 0
-    u = ctrl
-    if topo.na:
-        u = jnp.where(jnp.asarray(has_act), act[np.maximum(actadr, 0)], ctrl)
     bias = model.actuator_bias
-    force = model.actuator_gain * u + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    force = drive + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     flim = jnp.asarray(topo.actuator_forcelimited)
     force = jnp.where(flim, jnp.clip(force, model.actuator_forcerange[:, 0], model.actuator_forcerange[:, 1]), force)
+    if skip_implicit and any(topo.actuator_implicit):
+        force = jnp.where(jnp.asarray(topo.actuator_implicit), 0.0, force)
     act_dot = jnp.zeros((topo.na,), dtype)
     if topo.na:
         idx = np.flatnonzero(has_act)

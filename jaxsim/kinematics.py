@@ -316,6 +316,21 @@ def body_jacobian(model: Model, kin: Kinematics, body: int) -> Array:
     return jnp.concatenate([s[:, :3], s[:, 3:] + jnp.cross(s[:, :3], r)], -1).T
 
 
+def transmission_positions(model: Model, q: Array) -> Array:
+    """(nv,) what actuator transmissions measure, per dof: hinge/slide positions, a
+    ball joint's rotation vector (axis * angle, MuJoCo's convention: an actuator's
+    length on a ball joint is ``gear . rotvec``), 0 on free joints."""
+    x = scalar_joint_positions(model, q)
+    topo = model.topo
+    balls = [j for j in range(topo.njnt) if JointType(topo.jnt_type[j]) == JointType.BALL]
+    if not balls:
+        return x
+    qadr = np.asarray(topo.jnt_qposadr)[balls]
+    dadr = np.asarray(topo.jnt_dofadr)[balls]
+    quats = q[qadr[:, None] + np.arange(4)]
+    return x.at[(dadr[:, None] + np.arange(3)).reshape(-1)].set(math.quat_to_rotvec(quats).reshape(-1))
+
+
 def scalar_joint_positions(model: Model, q: Array) -> Array:
     """(nv,) hinge/slide positions at their dof index, 0 for ball/free dofs (the space
     in which tendons and actuator transmissions are linear)."""

@@ -93,6 +93,17 @@ def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3)
     return b.build(dtype)
 
 
+def quadruped(timestep: float = 0.05, *, implicit: bool = True, dtype=jnp.float32, **options) -> Model:
+    """Seed 001's horse-like quadruped on a floor (``jaxsim.quadruped``): 23 bodies, 14
+    ball joints and 8 hinges, 50 position servos, standing at ``make_state``'s zero
+    ``ctrl``; ``implicit`` solves the servos with the constraints (stable at the
+    seed's dt = 50 ms). ``jaxsim/assets/quadruped.xml`` is the same robot for MuJoCo;
+    ``jaxsim.quadruped.gait_ctrl`` gives trot targets."""
+    from jaxsim import quadruped as robot
+
+    return robot.build(timestep, implicit, dtype, **options)
+
+
 def pendulum_initial_q(model: Model, root_angle_deg: float = 60.0):
     """Initial configuration: root hinge at ``root_angle_deg``, the rest straight."""
     return jnp.zeros(model.nq, model.dtype).at[0].set(jnp.asarray(np.deg2rad(root_angle_deg), model.dtype))

@@ -45,13 +45,16 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
 
 
 def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
-                  qfrc_applied: Array | None = None, extra_diag: Array | float = 0.0):
+                  qfrc_applied: Array | None = None, extra_diag: Array | float = 0.0,
+                  skip_implicit: bool = False):
     """Smooth dynamics: ``(qacc (nv,), act_dot (na,))`` at one state.
 
-    ``extra_diag`` (nv,) is added to the mass-matrix diagonal (implicit damping).
+    ``extra_diag`` (nv,) is added to the mass-matrix diagonal (implicit damping);
+    ``skip_implicit`` (static) leaves out the implicit-PD actuators (``step``
+    solves them with the constraints).
     """
     kin = forward_kinematics(model, q)
-    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied)
+    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, act, ctrl, qfrc_applied, skip_implicit)
     if model.opt.forward_dynamics == "crba":
         bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
         qacc = dynamics.forward_dynamics_crba(model, kin, tau, bias, extra_diag)
@@ -61,11 +64,11 @@ def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
 
 
 def _forces(model: Model, kin: Kinematics, q: Array, v: Array, act: Array, ctrl: Array,
-            qfrc_applied: Array | None):
+            qfrc_applied: Array | None, skip_implicit: bool = False):
     """Passive + actuator (+ applied) generalized forces, act_dot, body velocities."""
     body_vel, cdot = body_velocities(model, kin, v)
     tau = dynamics.passive_forces(model, q, v, kin, body_vel)
-    qfrc_act, act_dot = dynamics.actuator_forces(model, q, v, act, ctrl)
+    qfrc_act, act_dot = dynamics.actuator_forces(model, q, v, act, ctrl, skip_implicit)
     tau = tau + qfrc_act
     if qfrc_applied is not None:
         tau = tau + qfrc_applied
@@ -87,7 +90,7 @@ def _smooth(model: Model, kin: Kinematics, state: State, ctrl: Array, qfrc_appli
     ``M`` and its factor (the constraint stage and the implicit gyroscopic step need
     them). ``opt.forward_dynamics`` picks how ``qacc`` is computed either way."""
     q, v = state.q, state.v
-    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, state.act, ctrl, qfrc_applied)
+    tau, act_dot, body_vel, cdot = _forces(model, kin, q, v, state.act, ctrl, qfrc_applied, True)
     if not need_mass and model.opt.forward_dynamics == "aba":
         return Smooth(dynamics.forward_dynamics_aba(model, kin, v, tau, extra_diag, body_vel, cdot), act_dot, None, None)
     bias = dynamics.inverse_dynamics(model, kin, v, jnp.zeros_like(v), body_vel, cdot)
@@ -104,9 +107,14 @@ def _smooth(model: Model, kin: Kinematics, state: State, ctrl: Array, qfrc_appli
 
 @functools.lru_cache(maxsize=64)
 def rotation_dofs(topo) -> np.ndarray:
-    """(k, 3) dof ids of the angular velocity of every free and ball joint."""
-    out = [topo.jnt_dofadr[j] + (3 if JointType(topo.jnt_type[j]) == JointType.FREE else 0)
-           for j in range(topo.njnt) if JointType(topo.jnt_type[j]) in (JointType.FREE, JointType.BALL)]
+    """(k, 3) dof ids of the angular velocity of every free joint of a body without
+    children: the implicit gyroscopic step's joints. The torque ``w x I w`` is a
+    single free rigid body's; on a joint that carries a subtree ``M``'s block is the
+    subtree's composite inertia, and a ball joint's velocity is relative to its
+    parent's: seed 001's quadruped at dt = 50 ms blew up through both."""
+    parents = set(int(p) for p in topo.body_parent)
+    out = [topo.jnt_dofadr[j] + 3 for j in range(topo.njnt)
+           if JointType(topo.jnt_type[j]) == JointType.FREE and int(topo.jnt_body[j]) not in parents]
     return np.asarray(out, int).reshape(-1, 1) + np.arange(3)
 
 
@@ -154,7 +162,7 @@ def step(model: Model, state: State, ctrl: Array | None = None,
         q, v, act = None, state.v + dt * smooth.qacc, integrator.integrate_activations(
             model, state.act, smooth.act_dot, dt)
     else:
-        f = lambda q_, v_, a_: accelerations(model, q_, v_, a_, ctrl, qfrc_applied)  # noqa: E731
+        f = lambda q_, v_, a_: accelerations(model, q_, v_, a_, ctrl, qfrc_applied, skip_implicit=True)  # noqa: E731
         q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, smooth.qacc, smooth.act_dot)
     dv = jnp.zeros_like(state.v)
     contact, carry, stats, overflow = state.contact, state.contact_carry, state.solver, jnp.zeros((), jnp.int32)
@@ -162,7 +170,7 @@ def step(model: Model, state: State, ctrl: Array | None = None,
         # the contact targets assume q+ = q + dt v+ (semi-implicit Euler); under RK4 the
         # impulse is applied at the end of the step, to v and through dv dt to q:
         # spread over the stages it let a falling ant sink and bounce
-        res = constraint_stage(model, kin, state, smooth.factor, state.v + dt * smooth.qacc)
+        res = constraint_stage(model, kin, state, smooth.factor, state.v + dt * smooth.qacc, ctrl)
         dv, contact, carry, stats, overflow = res.dv, res.contact, res.carry, res.stats, res.overflow
     if euler:
         v = v + dv

@@ -138,6 +138,8 @@ class Topology:
     actuator_forcelimited: tuple = static()
     actuator_actlimited: tuple = static()
     actuator_name: tuple = static()
+    actuator_implicit: tuple = static()  # bool, PD solved as a constraint row (contact/rows.py)
+    actuator_ball: tuple = static()  # bool, on a ball joint (its position error wraps, as MuJoCo's)
     tendon_limited: tuple = static()
     tendon_name: tuple = static()
     eq_type: tuple = static()  # "joint" or "tendon"

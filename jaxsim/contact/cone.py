@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import soft_diagonal, soft_target
 from jaxsim.solver import friction
 from jaxsim.types import Model, SolverStats, pytree_dataclass
 
@@ -93,11 +94,12 @@ def local_problem(model: Model, problem: Problem):
     gap = jnp.concatenate([-c_.depth, rows.dist])
     target = relaxed_target(v_normal, gap, dt, p.zeta, p.delta)
     slot_target = jnp.stack([target[:m], jnp.zeros_like(target[:m]), jnp.zeros_like(target[:m])], -1)
-    target = jnp.concatenate([slot_target.reshape(-1), target[m:]])
+    target = jnp.concatenate([slot_target.reshape(-1), soft_target(rows, target[m:])])
     on = jnp.concatenate([jnp.repeat(c_.active, 3), rows.active])
     off = jnp.concatenate([jnp.tile(jnp.asarray([1.0, 0.0, 0.0], target.dtype), m),
                            jnp.ones_like(rows.dist)])
-    W = jnp.where(on[:, None] & on[None, :], space.A, 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
+    A = space.A + jnp.diag(jnp.concatenate([jnp.zeros((3 * m,), space.A.dtype), soft_diagonal(rows, 0.0)]))
+    W = jnp.where(on[:, None] & on[None, :], A, 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
     q = jnp.where(on, space.b - target, off)
     return W, q, problem.slots.friction[:, 1].astype(q.dtype), on
 

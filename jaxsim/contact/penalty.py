@@ -48,6 +48,7 @@ import jax.numpy as jnp
 
 from jaxsim import math
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import soft_diagonal, soft_target
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
 
@@ -61,6 +62,8 @@ def slot_impulses(model: Model, problem: Problem) -> tuple[Array, SolverStats]:
     contacts, space, slots = problem.contacts, problem.space, problem.slots
     m = contacts.active.shape[0]
     dtype = space.b.dtype
+    if m == 0:  # only generic rows (a robot without geoms)
+        return jnp.zeros((0, 3), dtype), SolverStats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
     b = space.b[:3 * m].reshape(m, 3)
     v0 = (space.J[:3 * m] @ problem.v).reshape(m, 3)
     depth, k, c = contacts.depth, slots.stiffness, slots.damping
@@ -120,8 +123,10 @@ def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
     p = model.contact_params
     k = jnp.minimum(p.limit_stiffness, 1.0 / dt)
     target = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(k * rows.dist, -p.max_depenetration_speed))
+    target = -soft_target(rows, -target)
     b_rows = space.b[3 * m:] + space.A[3 * m:, :3 * m] @ df.reshape(-1)
-    problem_qp = qp.QP(space.A[3 * m:, 3 * m:], jnp.where(rows.active, b_rows + target, 0.0), rows.lower,
+    A_rows = space.A[3 * m:, 3 * m:] + jnp.diag(soft_diagonal(rows, 0.0))
+    problem_qp = qp.QP(A_rows, jnp.where(rows.active, b_rows + target, 0.0), rows.lower,
                        rows.upper, jnp.zeros((0,), space.b.dtype))
     x, st = qp.solve(problem_qp, jnp.zeros((nr,), space.b.dtype), opt.solver_tol,
                      max_iter=opt.solver_iterations, adjoint=opt.adjoint)

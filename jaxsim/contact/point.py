@@ -90,7 +90,7 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import Rows, row_layout
+from jaxsim.contact.rows import Rows, row_layout, soft_diagonal, soft_target
 from jaxsim.contact.space import ContactSpace
 from jaxsim.kinematics import plan
 from jaxsim.solver import qp
@@ -255,7 +255,7 @@ def corrections(model: Model, contacts: Contacts, d: Array, rows: Rows, slipping
     tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
     tangential = jnp.where(slipping[:, None], 0.0, tangential)
     limit = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(stiffness * rows.dist, -cap))
-    return jnp.concatenate([-push[:, None], tangential], -1), limit
+    return jnp.concatenate([-push[:, None], tangential], -1), -soft_target(rows, -limit)
 
 
 def friction_mode(model: Model, problem: Problem, active: Array, vt: Array):
@@ -277,7 +277,8 @@ def _relaxed_qp(model: Model, problem: Problem, c: Array, mu: Array) -> qp.QP:
     _, relax, _ = _gains(model)
     scale = relaxation_scale(space, row_active, *row_trees(model, problem.slots.geom1, problem.slots.geom2),
                              row_normal)
-    return qp.QP(space.A + jnp.diag(relax * scale), c,
+    diag = jnp.concatenate([(relax * scale)[:3 * m], soft_diagonal(problem.rows, (relax * scale)[3 * m:])])
+    return qp.QP(space.A + jnp.diag(diag), c,
                  jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.lower]),
                  jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.upper]), mu.astype(dtype))
 

@@ -45,7 +45,7 @@ def slot_info(topo: Topology) -> SlotInfo:
     pp = pair_plan(topo)
     g1 = np.concatenate([np.repeat(g.geom1, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
     g2 = np.concatenate([np.repeat(g.geom2, g.nslot) for g in pp.groups] or [np.zeros(0, int)])
-    body = np.asarray(topo.geom_body)
+    body = np.asarray(topo.geom_body, np.int32)  # int even with no geom
     groups = tuple((int(g.slot0[0]), len(g.geom1), g.nslot) for g in pp.groups)
     per_slot = lambda f: np.concatenate([np.repeat(f(g), g.nslot) for g in pp.groups] or [np.zeros(0, int)])  # noqa: E731
     return SlotInfo(g1.astype(np.int32), g2.astype(np.int32), body[g1], body[g2], groups,

@@ -52,6 +52,7 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.contact import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import soft_diagonal, soft_target
 from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
@@ -146,7 +147,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
     on = jnp.concatenate([jnp.repeat(c_.active, 3), rows.active])
     goal = jnp.concatenate([jnp.stack([target, jnp.zeros_like(target), jnp.zeros_like(target)], -1).reshape(-1),
-                            -limit])
+                            soft_target(rows, -limit)])
+    A = A + jnp.diag(jnp.concatenate([jnp.zeros((3 * m,), dtype), soft_diagonal(rows, 0.0)]))
     H = jnp.where(on[:, None] & on[None, :], A, 0.0)
     g = jnp.where(on, b - goal, 0.0)
     lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])

@@ -76,7 +76,7 @@ def speculative_margin(model: Model, kin: Kinematics, v: Array) -> Array:
     a step's travel into it (which the penetration correction would turn into a
     bounce: a gymnasium ant at dt = 10 ms jumped 2 m)."""
     body_vel, _ = body_velocities(model, kin, v)
-    body = np.asarray(model.topo.geom_body)
+    body = np.asarray(model.topo.geom_body, np.int32)  # int even with no geom
     omega, v_ref = body_vel[body, :3], body_vel[body, 3:]
     v_origin = v_ref + jnp.cross(omega, kin.geom_pos_w - kin.body_ref_w[body])
     radius = bound_radius(model)
@@ -158,13 +158,15 @@ def _no_rows(rows: Rows) -> Rows:
     return Rows(jnp.zeros((0, nv), dtype), z, jnp.zeros((0,), bool), z, z)
 
 
-def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array) -> StageResult:
+def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array,
+                     ctrl: Array | None = None) -> StageResult:
     """One step's contact and constraint impulses at the configuration of ``kin``.
 
     Args:
       state: the State at the step's start (``q``, ``v``, ``contact``, ``contact_carry``).
       factor: the Cholesky factor of the mass matrix (``jaxsim.linalg.cho_factor``).
       v_free: (nv,) the velocity after the step without contact or constraint impulses.
+      ctrl: (nu,) the step's controls (default the state's), for implicit-PD rows.
 
     With ``opt.max_contacts = K`` (0 < K < number of constraint slots) only the K
     deepest active constraint slots enter the solve (a static-size selection by
@@ -175,7 +177,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
     nrow = cmodel.slot_rows
     contacts = collide(model, kin, speculative_margin(model, kin, v_free))
     kept, prev_impulse, carry = match_previous(model, contacts, state.contact, state.contact_carry)
-    rows = constraint_rows(model, state.q, v_free)
+    rows = constraint_rows(model, state.q, v_free, state.act, state.ctrl if ctrl is None else ctrl)
     n = contacts.active.shape[0]
     impulse = jnp.zeros((n, nrow), dtype)
     handled = jnp.zeros((n,), bool)

@@ -61,6 +61,7 @@ from jaxsim.collision import moments
 from jaxsim.collision import volume as geometry
 from jaxsim.collision.regions import SLIVER
 from jaxsim.contact import ContactModel, Problem, Solution, param, point, register
+from jaxsim.contact.rows import soft_diagonal, soft_target
 from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
@@ -172,16 +173,21 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     c_, rows = problem.contacts, problem.rows
     m, nr = c_.active.shape[0], rows.dist.shape[0]
     dtype = space.b.dtype
-    is_volume, twist, section = _targets(model, problem)
-    active6 = jnp.concatenate([jnp.repeat(c_.active, 6), rows.active])
     limit = jnp.where(rows.dist >= 0, rows.dist / opt.timestep,
                       jnp.maximum(p.contact_stiffness * rows.dist, -p.max_depenetration_speed))
-    target = jnp.concatenate([twist.reshape(-1), -limit])
-    diag = jnp.diagonal(space.A)
-    H = space.A + jnp.diag(p.contact_relaxation * diag)
-    g = jnp.where(active6, space.b - target, 0.0)
+    relax = p.contact_relaxation * jnp.diagonal(space.A)
+    H = space.A + jnp.diag(jnp.concatenate([relax[:6 * m], soft_diagonal(rows, relax[6 * m:])]))
     lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
     upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
+    if m == 0:  # generic rows only (a robot without geoms)
+        g = jnp.where(rows.active, space.b - soft_target(rows, -limit), 0.0)
+        x, st = qp.solve(qp.QP(H, g, lower, upper, jnp.zeros((0,), dtype)), jnp.zeros((nr,), dtype),
+                         opt.solver_tol, max_iter=opt.solver_iterations, adjoint=opt.adjoint)
+        return Solution(jnp.where(rows.active, x, 0.0), carry, SolverStats(st.iterations, st.residual))
+    is_volume, twist, section = _targets(model, problem)
+    active6 = jnp.concatenate([jnp.repeat(c_.active, 6), rows.active])
+    target = jnp.concatenate([twist.reshape(-1), soft_target(rows, -limit)])
+    g = jnp.where(active6, space.b - target, 0.0)
     theta0 = jnp.where(is_volume[:, None] & problem.kept[:, None], carry.theta, 0.0)
     y0 = jnp.concatenate([jnp.where(problem.kept[:, None], problem.prev_impulse[:, :3], 0.0).reshape(-1),
                           jnp.zeros((nr,), dtype)])

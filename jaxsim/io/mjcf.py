@@ -352,7 +352,8 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
         b.add_actuator(_name(m, obj.mjOBJ_ACTUATOR, a, "actuator"),
                        joint=jnames[target] if on_joint else None,
                        tendon=None if on_joint else tnames[target], kind="general",
-                       gear=float(m.actuator_gear[a, 0]), gain=float(m.actuator_gainprm[a, 0]),
+                       gear=(m.actuator_gear[a, :3].copy() if on_joint and int(m.jnt_type[target]) == 1
+                             else float(m.actuator_gear[a, 0])), gain=float(m.actuator_gainprm[a, 0]),
                        bias=np.array(m.actuator_biasprm[a, :3]),
                        ctrlrange=m.actuator_ctrlrange[a] if m.actuator_ctrllimited[a] and not no_clamp else None,
                        forcerange=m.actuator_forcerange[a] if m.actuator_forcelimited[a] else None,

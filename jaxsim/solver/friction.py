@@ -159,10 +159,10 @@ def _jacobian(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
     zr = rr - rho[3 * m:] * ur
     free = ((zr > p.lower) & (zr < p.upper)).astype(r.dtype)
     # rows: F = r - clip(r - rho u): dF/dr = 1 - free, dF/du = rho free
-    top = (jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, -1)).reshape(3 * m, -1))
+    n = r.shape[0]
+    top = jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, n)).reshape(3 * m, n)
     bottom = (rho[3 * m:] * free)[:, None] * p.W[3 * m:]
     J = jnp.concatenate([top, bottom])
-    n = r.shape[0]
     diag_r = jnp.zeros((n, n), r.dtype)
     idx = jnp.arange(3 * m).reshape(m, 3)
     diag_r = diag_r.at[idx[:, :, None], idx[:, None, :]].set(Pr)
@@ -250,7 +250,8 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
         x = r[k] - (p.W[k] @ r + p.q[k]) / jnp.where(d > 0, d, 1.0)
         return r.at[k].set(jnp.where(d > 0, jnp.clip(x, p.lower[j], p.upper[j]), 0.0)), None
 
-    r, _ = jax.lax.scan(contact, r, jnp.arange(m))
+    if m:  # (the body is traced even for an empty scan)
+        r, _ = jax.lax.scan(contact, r, jnp.arange(m))
     if n > 3 * m:
         r, _ = jax.lax.scan(row, r, jnp.arange(n - 3 * m))
     return r
@@ -373,7 +374,8 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
         return r.at[k].set(jnp.where(diag[k] > 0, x, 0.0)), None
 
     def sweep(r, _):
-        r, _ = jax.lax.scan(contact, r, jnp.arange(m))
+        if m:
+            r, _ = jax.lax.scan(contact, r, jnp.arange(m))
         if nr:
             r, _ = jax.lax.scan(row, r, jnp.arange(nr))
         return r, None

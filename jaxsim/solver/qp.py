@@ -155,7 +155,7 @@ def _scales(H: Array, block) -> Array:
     if size > 1 and count > 0:
         k = size * count
         d = jnp.concatenate([jnp.repeat(jnp.mean(d[:k].reshape(-1, size), -1), size), d[k:]])
-    positive = d > jnp.finfo(H.dtype).eps * jnp.max(d)
+    positive = d > jnp.finfo(H.dtype).eps * jnp.max(d, initial=0.0)
     return jnp.where(positive, 1.0 / jnp.sqrt(jnp.where(positive, d, 1.0)), 1.0)
 
 
