@@ -18,10 +18,10 @@ TOPOLOGIES = {  # one topology (one compile) per test; together every pair kind
     "polytopes": ("box", "box", "hull", "hull"),
     "round": ("capsule", "capsule", "sphere", "sphere"),
 }
-SCENES = {"mixed": 32, "polytopes": 20, "round": 32}  # 84 (polytope collision costs most)
-OTHER_MODEL_SCENES = 12  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
-VOLUME_SCENES = 8  # "polytopes:volume": hull-hull intersection volumes cost ~10 ms a step on CPU
-EXACT_SCENES = 6  # "mixed:cone/exact": exact Coulomb's sweeps and Newton steps cost ~4x the others
+SCENES = {"mixed": 28, "polytopes": 18, "round": 32}  # 78 (polytope collision costs most)
+OTHER_MODEL_SCENES = 9  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
+VOLUME_SCENES = 5  # "polytopes:volume": hull-hull intersection volumes cost ~10 ms a step on CPU
+EXACT_SCENES = 5  # "mixed:cone/exact": exact Coulomb's sweeps and Newton steps cost ~4x the others
 STEPS = 1000  # 0.5-5 s: every scene lands, tumbles and mostly comes to rest
 EVERY = 2  # health checked every 2 steps
 

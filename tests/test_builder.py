@@ -199,15 +199,21 @@ def test_free_joint_below_a_body():
 def test_actuator_on_unknown_joint():
     b = _hinged()
     b.add_actuator("motor", joint="nope")
-    with pytest.raises(ModelError, match=r"actuator 'motor'.*joint 'nope'.*not a hinge or slide"):
+    with pytest.raises(ModelError, match=r"actuator 'motor'.*joint 'nope'.*not a hinge, slide or ball"):
         b.build()
 
 
-def test_actuator_on_ball_joint():
+def test_actuator_gear_must_fit_its_joint():
+    """A ball joint takes a 3-vector gear (tests/test_quadruped.py checks its forces
+    against MuJoCo); a free joint takes no actuator, a hinge no 3-vector gear."""
     b = _one_body()
-    b.add_joint("a", "ball", name="shoulder")
-    b.add_actuator("motor", joint="shoulder")
-    with pytest.raises(ModelError, match=r"actuator 'motor'.*joint 'shoulder'.*not a hinge or slide"):
+    b.add_joint("a", "free", name="root")
+    b.add_actuator("motor", joint="root")
+    with pytest.raises(ModelError, match=r"actuator 'motor'.*joint 'root'.*not a hinge, slide or ball"):
+        b.build()
+    b = _hinged()
+    b.add_actuator("motor", joint="j", gear=(1.0, 0.0, 0.0))
+    with pytest.raises(ModelError, match=r"gear on hinge/slide joint .* is a number"):
         b.build()
 
 

@@ -19,9 +19,9 @@ import pytest
 import jaxsim
 from jaxsim import ModelError
 from jaxsim.builder import ModelBuilder
-from jaxsim.contact import MODELS
 
 I_AXIS, KP, KV, DT, STEPS = 0.2, 1e4, 10.0, 0.05, 40
+BUILT_IN = ["relaxed", "rigid", "penalty", "springhead", "volume", "cone"]  # (tests register more)
 
 
 def hinge(dt=DT, kp=KP, kv=KV, implicit=True, gravity=(0.0, 0.0, 0.0), forcerange=None, **options):
@@ -49,7 +49,7 @@ def final_angles(model, ctrl, steps):
     return np.asarray(traj.q[:, 0])
 
 
-@pytest.mark.parametrize("contact", sorted(MODELS))
+@pytest.mark.parametrize("contact", BUILT_IN)
 def test_every_contact_model_matches_the_closed_form(contact):
     got = final_angles(hinge(contact=contact), 1.0, STEPS)
     np.testing.assert_allclose(got, closed_form(), rtol=0, atol=1e-10)
