@@ -151,8 +151,12 @@ def actuator_drive(model: Model, q: Array, act: Array, ctrl: Array) -> tuple[Arr
     its activation, ``length`` its transmission's (rad or m, times gear; ``gear .
     rotvec`` on a ball joint, taken modulo 2 pi nearest the servo's target ``-gain
     u / bias[1]``: MuJoCo wraps a ball servo's position error into [-pi, pi))."""
+    return _drive(model, q, act, clamped_ctrl(model, ctrl))
+
+
+def _drive(model: Model, q: Array, act: Array, ctrl: Array) -> tuple[Array, Array]:
+    """``actuator_drive`` for controls already clamped."""
     topo = model.topo
-    ctrl = clamped_ctrl(model, ctrl)
     length = model.actuator_moment @ kin_mod.transmission_positions(model, q)
     actadr = np.asarray(topo.actuator_actadr)
     u = ctrl
@@ -185,8 +189,8 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
     dtype = v.dtype
     if topo.nu == 0:  # nothing to clamp either
         return jnp.zeros_like(v), jnp.zeros((topo.na,), dtype)
-    ctrl = clamped_ctrl(model, ctrl)
-    drive, length = actuator_drive(model, q, act, ctrl)
+    ctrl = clamped_ctrl(model, ctrl)  # also what the activations follow
+    drive, length = _drive(model, q, act, ctrl)
     velocity = model.actuator_moment @ v
     actadr = np.asarray(topo.actuator_actadr)
     has_act = actadr >= 0

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.builder import ModelBuilder
+from jaxsim.builder import ModelBuilder, quat_to_mat_np
 from jaxsim.types import Model
 
 ASSET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "quadruped.xml")
@@ -126,13 +126,6 @@ def _capsule_frame(p0, p1):
     return 0.5 * (p0 + p1), 0.5 * length, quat
 
 
-def _quat_mat(q):
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
 def mass_properties(part: Part) -> tuple[np.ndarray, np.ndarray]:
     """Centre of mass (3,) and inertia tensor about it (3, 3) in the body frame: the
     geom as a solid box, a cylinder of the capsule's length plus its caps' reach, or
@@ -147,7 +140,7 @@ def mass_properties(part: Part) -> tuple[np.ndarray, np.ndarray]:
     centre, half, quat = _capsule_frame(*part.size[:2])
     r, length = part.size[2], 2 * half + 4 * part.size[2] / 3
     local = np.diag([m * (3 * r * r + length * length) / 12] * 2 + [0.5 * m * r * r])
-    rot = _quat_mat(quat)
+    rot = quat_to_mat_np(quat)
     return centre, rot @ local @ rot.T
 
 
