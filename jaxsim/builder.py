@@ -212,6 +212,10 @@ class _Equality:
     obj1: str
     obj2: str | None
     polycoef: np.ndarray
+    anchor: np.ndarray  # (2, 3) connect / weld points in body1's and body2's frames
+    frame_quat: np.ndarray  # (2, 4) weld: frames on body1 and body2 that are held aligned
+    torquescale: float
+    timeconst: float
 
 
 class ModelBuilder:
@@ -575,13 +579,40 @@ class ModelBuilder:
         return name
 
     def add_equality(self, name: str | None, type: str, obj1: str, obj2: str | None = None,
-                     polycoef=(0, 1, 0, 0, 0)) -> str:
-        """Couple two joints or two fixed tendons: ``x1 - x1_0 = poly(x2 - x2_0)``
-        (MuJoCo's joint/tendon equality). Enforced by the constraint solver."""
-        if type not in ("joint", "tendon"):
-            raise ModelError(f"equality {name!r}: type must be 'joint' or 'tendon', got {type!r}")
+                     polycoef=(0, 1, 0, 0, 0), *, anchor=(0, 0, 0), anchor2=None, quat1=(1, 0, 0, 0),
+                     quat2=None, torquescale: float = 1.0, timeconst: float = 0.0) -> str:
+        """Add an equality constraint, enforced as rows of the constraint solve
+        (``contact/equality.py``), as MuJoCo's ``<equality>``:
+
+          * ``"joint"`` / ``"tendon"``: ``x1 - x1_0 = poly(x2 - x2_0)`` between two
+            hinge/slide joints or fixed tendons (``x_0`` at ``qpos0``; without ``obj2``:
+            ``x1 - x1_0 = polycoef[0]``).
+          * ``"connect"``: the point ``anchor`` of body ``obj1`` (its frame, m) and the
+            point ``anchor2`` of ``obj2`` (default: where ``anchor`` is at ``qpos0``)
+            coincide (a ball joint closing a loop). ``obj2`` None: the world.
+          * ``"weld"``: as connect, and the frame ``quat1`` on ``obj1`` stays aligned
+            with the frame ``quat2`` on ``obj2`` (defaults: their relative pose at
+            ``qpos0`` is kept). The rotation error is scaled by ``torquescale``.
+
+        Args:
+          timeconst: s, the time in which a position error is corrected (the row's
+            velocity target is ``-error / max(timeconst, dt)``: 0 corrects within a
+            step; MuJoCo's ``solref[0]`` when loaded from MJCF).
+        """
+        if type not in ("joint", "tendon", "connect", "weld"):
+            raise ModelError(f"equality {name!r}: type must be 'joint', 'tendon', 'connect' or 'weld', got {type!r}")
         name = self._name("equality", name, len(self.equalities))
-        self.equalities.append(_Equality(name, type, obj1, obj2, _vec(polycoef, 5, f"equality {name!r} polycoef")))
+        where = f"equality {name!r}"
+        if not (np.isfinite(timeconst) and timeconst >= 0):
+            raise ModelError(f"{where}: timeconst must be >= 0, got {timeconst}")
+        if not (np.isfinite(torquescale) and torquescale > 0):
+            raise ModelError(f"{where}: torquescale must be > 0, got {torquescale}")
+        a1 = _vec(anchor, 3, f"{where} anchor")
+        a2 = np.full(3, np.nan) if anchor2 is None else _vec(anchor2, 3, f"{where} anchor2")
+        q2 = np.full(4, np.nan) if quat2 is None else _unit(quat2, 4, f"{where} quat2")  # nan: from qpos0
+        quats = np.stack([_unit(quat1, 4, f"{where} quat1"), q2])
+        self.equalities.append(_Equality(name, type, obj1, obj2, _vec(polycoef, 5, f"{where} polycoef"),
+                                         np.stack([a1, a2]), quats, float(torquescale), float(timeconst)))
         return name
 
     def add_exclude(self, body1: str, body2: str) -> None:
@@ -732,19 +763,47 @@ class ModelBuilder:
                 moment[a_i] = a.gear[0] * tendon_coef[tid[a.tendon]]
             actadr.append(na if a.dyntype != DynType.NONE else -1)
             na += a.dyntype != DynType.NONE
-        eq_obj1, eq_obj2 = [], []
+        return dict(tendon_coef=tendon_coef, moment=moment, actadr=actadr, na=na)
+
+    def _equality_table(self, jt: dict, bid: dict, parent: list, bodies: list) -> dict:
+        """Equality object ids, and the anchors and frames of connect / weld."""
+        joints = jt["joints"]
+        jid = {j.name: i for i, j in enumerate(joints)}
+        scalar = {j.name for j in joints if j.type in (JointType.HINGE, JointType.SLIDE)}
+        tid = {t.name: i for i, t in enumerate(self.tendons)}
+        # body poses at qpos0 (a joint at qpos0 leaves its body at pos / quat)
+        pos_w, rot_w = [np.zeros(3)], [np.eye(3)]
+        for i, b in enumerate(bodies, start=1):
+            pos_w.append(pos_w[parent[i]] + rot_w[parent[i]] @ b.pos)
+            rot_w.append(rot_w[parent[i]] @ quat_to_mat_np(b.quat))
+        obj1, obj2, anchor, frame_quat = [], [], [], []
         for e in self.equalities:
-            table = jid if e.type == "joint" else tid
+            on_bodies = e.type in ("connect", "weld")
+            table = bid if on_bodies else jid if e.type == "joint" else tid
             for label, o in (("obj1", e.obj1), ("obj2", e.obj2)):
                 if o is None and label == "obj2":
                     continue
-                if o not in table or (e.type == "joint" and o not in scalar):
+                if on_bodies and o not in bid:
+                    raise ModelError(f"equality {e.name!r}: {label} {o!r} is not a body of the model")
+                if not on_bodies and (o not in table or (e.type == "joint" and o not in scalar)):
                     raise ModelError(f"equality {e.name!r}: {label} {o!r} is not a hinge/slide "
                                      f"joint or a tendon of the model")
-            eq_obj1.append(table[e.obj1])
-            eq_obj2.append(-1 if e.obj2 is None else table[e.obj2])
-        return dict(tendon_coef=tendon_coef, moment=moment, actadr=actadr, na=na, eq_obj1=eq_obj1,
-                    eq_obj2=eq_obj2)
+            b1, b2 = table[e.obj1], (0 if on_bodies else -1) if e.obj2 is None else table[e.obj2]
+            if on_bodies and b1 == b2:
+                raise ModelError(f"equality {e.name!r}: obj1 and obj2 are the same body {e.obj1!r}")
+            a, fq = e.anchor.copy(), e.frame_quat.copy()
+            if on_bodies:
+                if np.isnan(a[1]).any():  # where anchor 1 sits at qpos0, in body 2's frame
+                    a[1] = rot_w[b2].T @ (pos_w[b1] + rot_w[b1] @ a[0] - pos_w[b2])
+                if np.isnan(fq[1]).any():  # R1 q1 = R2 q2 at qpos0
+                    fq[1] = mat_to_quat_np(rot_w[b2].T @ rot_w[b1] @ quat_to_mat_np(fq[0]))
+            else:
+                a[:], fq[:] = 0.0, (1.0, 0.0, 0.0, 0.0)
+            obj1.append(b1)
+            obj2.append(b2)
+            anchor.append(a)
+            frame_quat.append(fq)
+        return dict(obj1=obj1, obj2=obj2, anchor=anchor, frame_quat=frame_quat)
 
     def _shapes(self, bid: dict) -> dict:
         """Padded mesh and height-field arrays; checks geom bodies."""
@@ -848,6 +907,7 @@ class ModelBuilder:
         joints, nq, nv = jt["joints"], jt["nq"], jt["nv"]
         self._check_masses(names, parent, bodies, jt["jntnum"])
         tr = self._transmissions(jt)
+        eq = self._equality_table(jt, bid, parent, bodies)
         exclude = []
         for b1, b2 in self.excludes:
             for b in (b1, b2):
@@ -890,10 +950,11 @@ class ModelBuilder:
             actuator_implicit=tuple(self._implicit(a, joints) for a in self.actuators),
             actuator_ball=tuple(any(j.name == a.joint and j.type == JointType.BALL for j in joints)
                                 for a in self.actuators),
+            dof_frictional=tuple(bool(j.frictionloss > 0) for j in joints for _ in range(j.type.nv)),
             tendon_limited=tuple(t.range is not None for t in self.tendons),
             tendon_name=tuple(t.name for t in self.tendons),
-            eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(tr["eq_obj1"]),
-            eq_obj2=tuple(tr["eq_obj2"]), eq_name=tuple(e.name for e in self.equalities),
+            eq_type=tuple(e.type for e in self.equalities), eq_obj1=tuple(eq["obj1"]),
+            eq_obj2=tuple(eq["obj2"]), eq_name=tuple(e.name for e in self.equalities),
             exclude=tuple(sorted(set(exclude))),
         )
         topo, pairs = self._pair_table(topo, bid)
@@ -910,7 +971,7 @@ class ModelBuilder:
         def ranges(items, attr, n):
             return arr([np.zeros(2) if getattr(x, attr) is None else getattr(x, attr) for x in items], (n, 2))
 
-        nj, ng, nt = len(joints), len(self.geoms), len(self.tendons)
+        nj, ng, nt, neq = len(joints), len(self.geoms), len(self.tendons), len(self.equalities)
         return Model(
             topo=topo, opt=self._options(arr, dtype),
             body_pos=arr([np.zeros(3)] + [b.pos for b in bodies], (nbody, 3)),
@@ -952,7 +1013,11 @@ class ModelBuilder:
             tendon_damping=arr([t.damping for t in self.tendons], (nt,)),
             tendon_lengthspring=ranges(self.tendons, "lengthspring", nt),
             tendon_range=ranges(self.tendons, "range", nt),
-            eq_polycoef=arr([e.polycoef for e in self.equalities], (len(self.equalities), 5)),
+            eq_polycoef=arr([e.polycoef for e in self.equalities], (neq, 5)),
+            eq_anchor=arr(eq["anchor"], (neq, 2, 3)),
+            eq_frame_quat=arr(eq["frame_quat"], (neq, 2, 4)),
+            eq_torquescale=arr([e.torquescale for e in self.equalities], (neq,)),
+            eq_timeconst=arr([e.timeconst for e in self.equalities], (neq,)),
             **{k: arr(v) for k, v in pairs.items()},
             contact_params=contact_models.make_params(self.contact, dtype, **self.contact_params),
         )

@@ -69,6 +69,11 @@ def _backward(U: Array, y: Array) -> Array:
     return jax.lax.fori_loop(0, n, row, x)
 
 
+def solve_lower(L: Array, b: Array) -> Array:
+    """y with L y = b, L lower triangular (``cho_factor``); b (n,) or (n, k)."""
+    return _forward(jnp.asarray(L), jnp.asarray(b))
+
+
 def cho_solve(L: Array, b: Array) -> Array:
     """x with (L L^T) x = b, for L from ``cho_factor``; b (n,) or (n, k)."""
     L, b = jnp.asarray(L), jnp.asarray(b)

@@ -140,11 +140,12 @@ class Topology:
     actuator_name: tuple = static()
     actuator_implicit: tuple = static()  # bool, PD solved as a constraint row (contact/rows.py)
     actuator_ball: tuple = static()  # bool, on a ball joint (its position error wraps, as MuJoCo's)
+    dof_frictional: tuple = static()  # bool, frictionloss > 0 (a friction-loss row, contact/rows.py)
     tendon_limited: tuple = static()
     tendon_name: tuple = static()
-    eq_type: tuple = static()  # "joint" or "tendon"
-    eq_obj1: tuple = static()  # joint / tendon ids
-    eq_obj2: tuple = static()  # -1 for "keep at its reference value"
+    eq_type: tuple = static()  # "joint", "tendon", "connect" or "weld"
+    eq_obj1: tuple = static()  # joint / tendon / body ids
+    eq_obj2: tuple = static()  # joint / tendon: -1 for "keep at its reference value"; body: 0 the world
     eq_name: tuple = static()
     exclude: tuple = static(())  # (body1, body2) pairs whose geoms never collide
     # the pair table (builder.collision_pairs): every geom pair that may collide, in a
@@ -235,7 +236,11 @@ class Model:
     tendon_lengthspring: Array  # (ntendon, 2) spring dead band [low, high], m
     tendon_range: Array  # (ntendon, 2)
     # joint / tendon couplings: x1 - x1_ref = poly(x2 - x2_ref)
-    eq_polycoef: Array  # (neq, 5)
+    eq_polycoef: Array  # (neq, 5) joint / tendon: x1 - x1_0 = poly(x2 - x2_0)
+    eq_anchor: Array  # (neq, 2, 3) m, connect / weld points in obj1's and obj2's body frames
+    eq_frame_quat: Array  # (neq, 2, 4) weld frames on obj1 and obj2 held aligned
+    eq_torquescale: Array  # (neq,) weld: scale of the rotation error
+    eq_timeconst: Array  # (neq,) s, position errors are corrected at -error / max(timeconst, dt)
     # the pair table (Topology.pair_geom1/2): per pair, filled from its geoms, overridable
     pair_friction: Array  # (npair, 2) static and kinetic coefficients
     pair_restitution: Array  # (npair,)

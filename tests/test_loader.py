@@ -106,8 +106,6 @@ def _mjcf(worldbody, extra=""):
 @pytest.mark.parametrize("xml,match", [
     (_mjcf(_TWO_BODIES, '<tendon><spatial name="rope"><site site="s1"/><site site="s2"/></spatial></tendon>'),
      r"tendon 'rope'.*spatial tendons are not supported"),
-    (_mjcf(_TWO_BODIES, '<equality><weld name="glue" body1="a" body2="b"/></equality>'),
-     r"equality 'glue'.*'weld' is not supported"),
     (_mjcf(_TWO_BODIES, '<actuator><general name="gmus" joint="ja" dyntype="muscle"/></actuator>'),
      r"actuator 'gmus'.*'muscle' is not supported"),
     (_mjcf(_TWO_BODIES, '<actuator><muscle name="bicep" joint="ja"/></actuator>'),
@@ -116,7 +114,7 @@ def _mjcf(worldbody, extra=""):
      r"actuator 'thruster'.*transmission 'site' is not supported"),
     (_mjcf('<body name="floaty" gravcomp="1"><joint type="hinge"/><geom size="0.1"/></body>'),
      r"body 'floaty'.*gravcomp.*not supported"),
-], ids=["spatial_tendon", "weld", "dyntype_muscle", "muscle", "site_transmission", "gravcomp"])
+], ids=["spatial_tendon", "dyntype_muscle", "muscle", "site_transmission", "gravcomp"])
 def test_unsupported_elements(xml, match):
     mujoco.MjModel.from_xml_string(xml)  # valid for MuJoCo: the rejection is jaxsim's
     with pytest.raises(ModelError, match=match):

@@ -2,30 +2,41 @@
 
 A row ``r`` has a Jacobian ``J_r`` (nv,) (its velocity ``J_r v``), a position error
 ``dist`` (its distance to the constraint surface in the row's own unit, rad or m;
-negative when violated) and impulse bounds ``[lower, upper]``. Today's rows:
+negative when violated) and impulse bounds ``[lower, upper]``. Limit rows:
 
   * joint limits: every hinge or slide joint with a range gets one row for the limit
     it is nearer to, ``J_r v = s qdot`` (s = +1 at the lower limit, -1 at the
     upper), impulse ``>= 0`` (it only pushes back into the range);
-  * tendon limits: every fixed tendon with a range, the same on its length;
+  * ball-joint limits (MuJoCo's cone): the rotation angle ``|rotvec|`` stays below
+    ``max(range)``, ``J_r v = -a . omega`` with ``a`` the rotation axis;
+  * tendon limits: every fixed tendon with a range, the same on its length.
+
+A limit row is active when it can reach its limit within the step (``dist < dt |J_r
+v_free|``, plus a numerical tolerance ``ROW_TOLERANCE`` in the row's unit), so no
+length in metres is compared with an angle. The contact models treat it like a
+contact's normal row: target ``v+ >= -dist/dt`` while inside (the limit may be reached
+within the step, not passed), and their own position correction once past it.
+
+Soft rows ``u + R p = t`` (row velocity ``u`` at the step's end, impulse ``p``,
+compliance ``R``, target ``t``) are always active: every contact model puts ``R`` on
+their diagonal and ``t`` as their target (``soft_diagonal``, ``soft_target``) instead
+of its own limit treatment, so they are solved together with contacts and limits by
+whichever model is selected:
+
+  * friction loss (MuJoCo's ``frictionloss``): one row per dof that has one, ``t =
+    0``, impulse within ``+-frictionloss dt``: the joint stays still unless the rest
+    of the step pushes it harder than the loss;
   * implicit PD (SPEC section 5, seed 001): every actuator built ``implicit``, a
     position or velocity servo ``force = g u + b0 + b1 L + b2 Ldot`` (``K = -b1 >=
     0``, ``B = -b2 >= 0``, ``K dt + B > 0``), its force evaluated at the step's end,
     ``F = c - (K dt + B) u`` with ``c = g u + b0 + b1 L`` and ``u`` the row velocity
     at the end (``J_r`` = the actuator's moment). With the impulse ``p = F dt``:
-    ``u + R p = t``, compliance ``R = 1 / (dt (K dt + B))`` and target ``t = c / (K
-    dt + B)``, impulse bounds ``forcerange * dt`` (unbounded without one). These
-    rows are ``soft``: every contact model puts ``R`` on their diagonal and ``t``
-    as their target (``soft_diagonal``, ``soft_target``) instead of its own limit
-    treatment, so the servo is solved together with contacts and limits by
-    whichever model is selected.
+    ``R = 1 / (dt (K dt + B))``, ``t = c / (K dt + B)``, impulse bounds
+    ``forcerange * dt`` (unbounded without one).
 
-A row is active when it can reach its limit within the step (``dist < dt |J_r
-v_free|``, plus a numerical tolerance ``ROW_TOLERANCE`` in the row's unit), so no
-length in metres is compared with an angle. The contact models treat a row like a
-contact's normal row: target ``v+ >= -dist/dt`` while inside (the limit may be reached
-within the step, not passed), and their own position correction once past it. Ball
-joint (cone) limits are not enforced.
+Friction-loss rows are meant to hold exactly: their ``R`` is only a regularization
+(``SOFT_REGULARIZATION`` times the row's inverse mass). Equalities are not rows of the
+solve: the stage eliminates them exactly (``contact/equality.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import linalg, math
 from jaxsim.dynamics import actuator_drive
 from jaxsim.kinematics import scalar_joint_positions
 from jaxsim.types import JointType, Model, Topology
@@ -44,6 +56,7 @@ from jaxsim.types import JointType, Model, Topology
 Array = jax.Array
 
 ROW_TOLERANCE = 1e-6  # rad or m: a row this close to its limit counts as reaching it
+SOFT_REGULARIZATION = 1e-6  # friction-loss compliance per unit inverse mass
 
 
 class Rows(NamedTuple):
@@ -58,69 +71,112 @@ class Rows(NamedTuple):
 
 
 class RowLayout(NamedTuple):
-    """Static description of the rows (numpy)."""
+    """Static description of the rows (numpy), in their order: limit rows (hinge /
+    slide joints, ball joints, tendons), then soft rows (friction loss, implicit-PD
+    actuators)."""
 
-    joints: np.ndarray  # (nj,) limited hinge / slide joints (the first nj rows)
+    joints: np.ndarray  # (nj,) limited hinge / slide joints
     qposadr: np.ndarray  # (nj,)
     dofadr: np.ndarray  # (nj,)
-    tendons: np.ndarray  # (nt,) limited tendons (the next nt rows)
-    actuators: np.ndarray  # (na,) implicit-PD actuators (the last na rows)
-    body: np.ndarray  # (nj + nt + na,) a body each row acts on (its tree, for relaxation)
+    balls: np.ndarray  # (nb,) limited ball joints
+    tendons: np.ndarray  # (nt,) limited tendons
+    friction_dofs: np.ndarray  # (nf,) dofs with friction loss
+    actuators: np.ndarray  # (na,) implicit-PD actuators
+    body: np.ndarray  # (nr,) a body each row acts on (its tree, for relaxation; 0: none)
 
     @property
     def n(self) -> int:
         return len(self.body)
 
+    @property
+    def nlimit(self) -> int:
+        return len(self.joints) + len(self.balls) + len(self.tendons)
+
 
 @functools.lru_cache(maxsize=64)
 def row_layout(topo: Topology) -> RowLayout:
-    ids = [j for j in range(topo.njnt) if topo.jnt_limited[j]
-           and JointType(topo.jnt_type[j]) in (JointType.HINGE, JointType.SLIDE)]
-    ids = np.asarray(ids, np.int32)
+    limited = lambda kinds: np.asarray([j for j in range(topo.njnt) if topo.jnt_limited[j]  # noqa: E731
+                                        and JointType(topo.jnt_type[j]) in kinds], np.int32)
+    ids, balls = limited((JointType.HINGE, JointType.SLIDE)), limited((JointType.BALL,))
     tendons = np.asarray([t for t in range(topo.ntendon) if topo.tendon_limited[t]], np.int32)
-    # a tendon's joints are data (tendon_coef), not topology: its rows are given the
-    # world (no relaxation weight of their own, contact/point.py)
-    jnt_body = np.asarray(topo.jnt_body, np.int32).reshape(-1)
-    # servo rows replace their diagonal (soft_diagonal): like tendons, no relaxation tree
+    friction = np.flatnonzero(np.asarray(topo.dof_frictional, bool)).astype(np.int32)
     servos = np.flatnonzero(np.asarray(topo.actuator_implicit, bool)).astype(np.int32)
-    body = np.concatenate([jnt_body[ids], np.zeros(len(tendons) + len(servos), np.int32)]).astype(np.int32)
-    return RowLayout(ids, np.asarray(topo.jnt_qposadr, np.int32)[ids],
-                     np.asarray(topo.jnt_dofadr, np.int32)[ids], tendons, servos, body)
+    # a tendon's joints are data (tendon_coef), not topology: its rows are given the
+    # world (no relaxation weight of their own, contact/point.py); soft rows replace
+    # their diagonal (soft_diagonal): no relaxation tree either
+    jnt_body = np.asarray(topo.jnt_body, np.int32).reshape(-1)
+    body = np.concatenate([jnt_body[ids], jnt_body[balls],
+                           np.zeros(len(tendons) + len(friction) + len(servos), np.int32)]).astype(np.int32)
+    return RowLayout(ids, np.asarray(topo.jnt_qposadr, np.int32)[ids], np.asarray(topo.jnt_dofadr, np.int32)[ids],
+                     balls, tendons, friction, servos, body)
 
 
-def constraint_rows(model: Model, q: Array, v_free: Array, act: Array | None = None,
-                    ctrl: Array | None = None) -> Rows:
-    """The rows at configuration ``q`` (nq,), activity judged at the contact-free next
-    velocity ``v_free`` (nv,); the implicit-PD rows at activations ``act`` (na,) and
-    controls ``ctrl`` (nu,)."""
-    lay = row_layout(model.topo)
-    dtype = q.dtype
+def _limit_rows(model: Model, lay: RowLayout, q: Array, v_free: Array) -> Rows:
+    """Hinge / slide / tendon limits (the nearer side) and ball-joint cones."""
+    dtype, nv = q.dtype, model.nv
     lo, hi = model.jnt_range[lay.joints, 0], model.jnt_range[lay.joints, 1]
     x = q[lay.qposadr]
-    e = jnp.zeros((len(lay.joints), model.nv), dtype).at[np.arange(len(lay.joints)), lay.dofadr].set(1.0)
+    e = jnp.zeros((len(lay.joints), nv), dtype).at[np.arange(len(lay.joints)), lay.dofadr].set(1.0)
     if len(lay.tendons):
         coef = model.tendon_coef[lay.tendons]  # (nt, nv): length = coef . scalar joint positions
-        scalar_q = scalar_joint_positions(model, q)
         lo = jnp.concatenate([lo, model.tendon_range[lay.tendons, 0]])
         hi = jnp.concatenate([hi, model.tendon_range[lay.tendons, 1]])
-        x = jnp.concatenate([x, coef @ scalar_q])
+        x = jnp.concatenate([x, coef @ scalar_joint_positions(model, q)])
         e = jnp.concatenate([e, coef])
     lower_side = (x - lo) <= (hi - x)
     dist = jnp.where(lower_side, x - lo, hi - x)
-    sign = jnp.where(lower_side, 1.0, -1.0).astype(dtype)
-    J = sign[:, None] * e
+    J = jnp.where(lower_side, 1.0, -1.0).astype(dtype)[:, None] * e
+    if len(lay.balls):
+        # MuJoCo's ball limit: the rotation angle stays below max(range); the row
+        # velocity is minus the angular velocity along the rotation axis
+        qadr, dadr = np.asarray(model.topo.jnt_qposadr)[lay.balls], np.asarray(model.topo.jnt_dofadr)[lay.balls]
+        rotvec = math.quat_to_rotvec(q[qadr[:, None] + np.arange(4)])
+        angle = math.safe_norm(rotvec)
+        axis = rotvec / jnp.maximum(angle, 1e-12)[:, None]
+        cols = dadr[:, None] + np.arange(3)
+        Jb = jnp.zeros((len(lay.balls), nv), dtype).at[np.arange(len(lay.balls))[:, None], cols].set(-axis)
+        dist = jnp.concatenate([dist[:len(lay.joints)], jnp.max(model.jnt_range[lay.balls], -1) - angle,
+                                dist[len(lay.joints):]])
+        J = jnp.concatenate([J[:len(lay.joints)], Jb, J[len(lay.joints):]])
     reach = model.opt.timestep * jnp.abs(J @ v_free) + ROW_TOLERANCE
     active = dist < reach
     n = dist.shape[0]
-    limits = Rows(jnp.where(active[:, None], J, 0.0), dist, active, jnp.zeros((n,), dtype),
-                  jnp.full((n,), jnp.inf, dtype))
-    if not len(lay.actuators):
-        return limits
-    servo = servo_rows(model, lay.actuators, q, act, ctrl)
-    zeros, no = jnp.zeros((n,), dtype), jnp.zeros((n,), bool)
-    return Rows(*(jnp.concatenate([a, b]) for a, b in zip(limits[:5], servo[:5])),
-                soft=jnp.concatenate([no, servo.soft]), compliance=jnp.concatenate([zeros, servo.compliance]),
-                target=jnp.concatenate([zeros, servo.target]))
+    return Rows(jnp.where(active[:, None], J, 0.0), dist, active, jnp.zeros((n,), dtype),
+                jnp.full((n,), jnp.inf, dtype))
+
+
+def _hard_soft_rows(J: Array, target: Array, lower: Array, upper: Array, factor) -> Rows:
+    """Soft rows meant to hold exactly (friction loss): their compliance is only
+    ``SOFT_REGULARIZATION`` times their inverse mass ``J M^-1 J^T``, which keeps the
+    solve and its adjoint regular when rows are redundant."""
+    inv_mass = jnp.sum(jnp.square(linalg.solve_lower(factor, J.T)), 0)
+    on = jnp.ones(target.shape, bool)
+    return Rows(J, jnp.zeros_like(target), on, lower, upper, soft=on,
+                compliance=SOFT_REGULARIZATION * inv_mass, target=target)
+
+
+def constraint_rows(model: Model, q: Array, v_free: Array, factor, act: Array | None = None,
+                    ctrl: Array | None = None) -> Rows:
+    """The rows at configuration ``q`` (nq,), activity of the
+    limit rows judged at the contact-free next velocity ``v_free`` (nv,); ``factor``
+    the mass matrix's Cholesky factor; the implicit-PD rows at activations ``act``
+    (na,) and controls ``ctrl`` (nu,)."""
+    lay = row_layout(model.topo)
+    dtype, dt = q.dtype, model.opt.timestep
+    parts = [_limit_rows(model, lay, q, v_free)]
+    if len(lay.friction_dofs):
+        nf = len(lay.friction_dofs)
+        J = jnp.zeros((nf, model.nv), dtype).at[np.arange(nf), lay.friction_dofs].set(1.0)
+        bound = model.dof_frictionloss[lay.friction_dofs] * dt
+        parts.append(_hard_soft_rows(J, jnp.zeros((nf,), dtype), -bound, bound, factor))
+    if len(lay.actuators):
+        parts.append(servo_rows(model, lay.actuators, q, act, ctrl))
+    if len(parts) == 1:
+        return parts[0]
+    no_soft = lambda r: (jnp.zeros(r.dist.shape, bool), jnp.zeros_like(r.dist), jnp.zeros_like(r.dist))  # noqa: E731
+    soft = [no_soft(r) if r.soft is None else (r.soft, r.compliance, r.target) for r in parts]
+    return Rows(*(jnp.concatenate(x) for x in zip(*(r[:5] for r in parts))),
+                *(jnp.concatenate(x) for x in zip(*soft)))
 
 
 def servo_rows(model: Model, ids: np.ndarray, q: Array, act: Array, ctrl: Array) -> Rows:

@@ -94,12 +94,15 @@ class ContactSpace(NamedTuple):
     b: Array  # (3m,) m/s, contact velocities after the step without contact impulses
 
 
-def contact_space(jac: Array, mass_factor, v_free: Array) -> ContactSpace:
+def contact_space(jac: Array, mass_factor, v_free: Array, equalities=None) -> ContactSpace:
     """Operators of SPEC section 1 from the Jacobian ((ncon, 3, nv) or rows (k, nv)), the
     lower Cholesky factor of M (``jaxsim.linalg.cho_factor``) and the contact-free next
-    velocity."""
+    velocity; with ``equalities`` (``equality.Elimination``) ``M^-1`` is the
+    constrained inverse inertia ``W`` (``v_free`` then already holds them)."""
     J = jac.reshape(-1, jac.shape[-1])
     minv_jt = linalg.cho_solve(mass_factor, J.T)
+    if equalities is not None:
+        minv_jt = equalities.response(J.T, minv_jt)
     A = J @ minv_jt
     return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free)
 

@@ -1,7 +1,8 @@
 """The constraint stage, the same whatever the contact model (``contact/__init__.py``):
 
-    collision -> match last step's slots -> generic rows -> penalty pairs' forces
-      -> constraint pairs' contact space -> the selected model's solve -> ContactState
+    collision -> match last step's slots -> equalities (solved out) -> generic rows
+      -> penalty pairs' forces -> constraint pairs' contact space -> the selected
+      model's solve -> ContactState
 
 It returns the velocity change of the step's contact and constraint impulses; ``step``
 adds it to the contact-free velocity.
@@ -19,7 +20,7 @@ from jaxsim import contact as models
 from jaxsim import math
 from jaxsim.collision.driver import bound_radius, collide
 from jaxsim.collision.pairs import pair_plan
-from jaxsim.contact import Problem, SlotData, penalty
+from jaxsim.contact import Problem, SlotData, equality, penalty
 from jaxsim.contact.rows import Rows, constraint_rows, row_layout
 from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
 from jaxsim.kinematics import Kinematics, body_velocities
@@ -43,7 +44,7 @@ def num_slots(model: Model) -> int:
 def has_constraints(model: Model) -> bool:
     """Whether a step has anything for the stage to do (static)."""
     live = np.any(slot_info(model.topo).mode != ContactMode.NONE) if num_slots(model) else False
-    return bool(model.opt.constraint and (live or row_layout(model.topo).n > 0))
+    return bool(model.opt.constraint and (live or row_layout(model.topo).n > 0 or model.topo.neq > 0))
 
 
 def contact_model(model: Model) -> models.ContactModel:
@@ -143,10 +144,10 @@ def _slot_data(model: Model, idx) -> SlotData:
                     model.pair_stiffness[pair], model.pair_damping[pair])
 
 
-def _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, v, v_free, slot_rows) -> Problem:
+def _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, v, v_free, slot_rows, eqs) -> Problem:
     sub, slots = _take(contacts, idx), _slot_data(model, idx)
     jac = contact_jacobian(model, kin, sub, slots.body1, slots.body2, slot_rows == 6).reshape(-1, model.nv)
-    space = contact_space(jnp.concatenate([jac, rows.J]), factor, v_free)
+    space = contact_space(jnp.concatenate([jac, rows.J]), factor, v_free, eqs)
     keep = kept[idx] & sub.active
     prev = jnp.where(keep[:, None], prev_impulse[idx, :slot_rows], 0.0)
     return Problem(kin, sub, slots, keep, prev, rows, space, v)
@@ -177,21 +178,25 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
     nrow = cmodel.slot_rows
     contacts = collide(model, kin, speculative_margin(model, kin, v_free))
     kept, prev_impulse, carry = match_previous(model, contacts, state.contact, state.contact_carry)
-    rows = constraint_rows(model, state.q, v_free, state.act, state.ctrl if ctrl is None else ctrl)
+    eqs = None
+    dv = jnp.zeros_like(v_free)
+    if model.topo.neq:
+        eqs = equality.eliminate(model, kin, state.q, v_free, factor)
+        dv, v_free = eqs.dv, v_free + eqs.dv
+    rows = constraint_rows(model, state.q, v_free, factor, state.act, state.ctrl if ctrl is None else ctrl)
     n = contacts.active.shape[0]
     impulse = jnp.zeros((n, nrow), dtype)
     handled = jnp.zeros((n,), bool)
     overflow = contacts.overflow
-    dv = jnp.zeros_like(v_free)
 
     pen = np.flatnonzero(info.mode == ContactMode.PENALTY)
     if pen.size:
         pen = _static_index(pen)  # spring-dampers act as smooth forces: the solve below sees their effect
         problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v,
-                           v_free, 3)
+                           v_free, 3, eqs)
         df, _ = penalty.slot_impulses(model, problem)
-        dv = problem.space.Minv_JT @ df.reshape(-1)
-        v_free = v_free + dv
+        dv_pen = problem.space.Minv_JT @ df.reshape(-1)
+        dv, v_free = dv + dv_pen, v_free + dv_pen
         impulse, handled = impulse.at[pen, :3].set(df), handled.at[pen].set(problem.contacts.active)
 
     con = np.flatnonzero(info.mode == ContactMode.CONSTRAINT)
@@ -204,7 +209,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         idx = _static_index(con)
     stats = models.zero_stats(dtype)
     if con.size or rows.dist.shape[0]:
-        problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow)
+        problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow, eqs)
         sol = cmodel.solve(model, problem, jax.tree.map(lambda x: x[idx], carry))
         dv = dv + problem.space.Minv_JT @ sol.impulse
         m = problem.contacts.active.shape[0]

@@ -173,12 +173,11 @@ def _unsupported_checks(m) -> None:
                            ("tendon_actfrclimited", "actuatorfrcrange")):
             if _nonzero(m, attr, t):
                 raise ModelError(f"tendon {tn!r}: {what} is not supported")
-    supported_eq = (int(mujoco.mjtEq.mjEQ_JOINT), int(mujoco.mjtEq.mjEQ_TENDON))
     for e in range(m.neq):
-        if int(m.eq_type[e]) not in supported_eq:
+        if int(m.eq_type[e]) not in _eq_types(mujoco):
             kind = mujoco.mjtEq(m.eq_type[e]).name.replace("mjEQ_", "").lower()
             raise ModelError(f"equality {_name(m, obj.mjOBJ_EQUALITY, e, 'equality')!r}: type "
-                             f"{kind!r} is not supported (supported: joint, tendon)")
+                             f"{kind!r} is not supported (supported: {', '.join(_eq_types(mujoco).values())})")
     for a in range(m.nu):
         an = _name(m, obj.mjOBJ_ACTUATOR, a, "actuator")
         if int(m.actuator_trntype[a]) not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)):
@@ -359,12 +358,9 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
                        forcerange=m.actuator_forcerange[a] if m.actuator_forcelimited[a] else None,
                        actrange=m.actuator_actrange[a] if m.actuator_actlimited[a] else None,
                        dyntype=dyn[int(m.actuator_dyntype[a])], tau=float(max(m.actuator_dynprm[a, 0], 1e-10)))
+    site_names = [_name(m, obj.mjOBJ_SITE, i, "site") for i in range(m.nsite)]
     for e in range(m.neq):
-        is_joint = int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
-        names = jnames if is_joint else tnames
-        o2 = int(m.eq_obj2id[e])
-        b.add_equality(_name(m, obj.mjOBJ_EQUALITY, e, "equality"), "joint" if is_joint else "tendon",
-                       names[m.eq_obj1id[e]], None if o2 < 0 else names[o2], polycoef=m.eq_data[e, :5])
+        _add_equality(b, m, e, jnames, tnames, body_names, site_names)
     for sig in np.asarray(getattr(m, "exclude_signature", [])):
         b.add_exclude(body_names[int(sig) >> 16], body_names[int(sig) & 0xFFFF])
     gnames = [_name(m, obj.mjOBJ_GEOM, g, "geom") for g in range(m.ngeom)]
@@ -405,6 +401,41 @@ def _check_restitution_names(m, numerics: dict) -> None:
             raise ModelError(f"custom numeric {name!r}: expected jaxsim:restitution[:geom] holding one number")
         if len(parts) == 3 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, parts[2]) < 0:
             raise ModelError(f"custom numeric {name!r}: no geom named {parts[2]!r}")
+
+
+def _eq_types(mujoco) -> dict:
+    return {int(mujoco.mjtEq.mjEQ_CONNECT): "connect", int(mujoco.mjtEq.mjEQ_WELD): "weld",
+            int(mujoco.mjtEq.mjEQ_JOINT): "joint", int(mujoco.mjtEq.mjEQ_TENDON): "tendon"}
+
+
+def _add_equality(b: ModelBuilder, m, e: int, jnames, tnames, body_names, site_names) -> None:
+    """MuJoCo's compiled equality ``e`` as a builder equality (``eq_data`` holds the
+    anchors and the weld's relative pose; with sites, their bodies, positions and
+    orientations). An equality that starts inactive (``active="false"``) is left
+    out: MuJoCo does not enforce it either until ``eq_active`` is switched on."""
+    mujoco = _mujoco()
+    if not m.eq_active0[e]:
+        return
+    kind, data = _eq_types(mujoco)[int(m.eq_type[e])], np.asarray(m.eq_data[e], float)
+    name = _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
+    o1, o2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    timeconst = max(float(m.eq_solref[e, 0]), 0.0)  # a negative solref is a stiffness: corrected within a step
+    if kind in ("joint", "tendon"):
+        names = jnames if kind == "joint" else tnames
+        b.add_equality(name, kind, names[o1], None if o2 < 0 else names[o2], polycoef=data[:5], timeconst=timeconst)
+        return
+    if int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_SITE):
+        bodies = [body_names[m.site_bodyid[o]] for o in (o1, o2)]
+        anchors, quats = [m.site_pos[o] for o in (o1, o2)], [m.site_quat[o] for o in (o1, o2)]
+    else:
+        bodies = [body_names[o] for o in (o1, o2)]
+        # connect: anchor 1 then 2; weld: anchor 2 then 1, then body 1's relative pose
+        anchors = [data[:3], data[3:6]] if kind == "connect" else [data[3:6], data[:3]]
+        quats = [data[6:10], (1.0, 0.0, 0.0, 0.0)]
+    b.add_equality(name, kind, bodies[0], bodies[1], anchor=anchors[0], anchor2=anchors[1],
+                   quat1=quats[0] if kind == "weld" else (1, 0, 0, 0),
+                   quat2=quats[1] if kind == "weld" else None,
+                   torquescale=float(data[10]) if kind == "weld" else 1.0, timeconst=timeconst)
 
 
 def solref_restitution(solref) -> float | None:
