@@ -388,7 +388,8 @@ class ModelBuilder:
           type: "free", "ball", "hinge"/"revolute", "slide"/"prismatic" or "fixed".
           axis: (3,) hinge / slide axis in the body frame (normalized here).
           pos: (3,) anchor in the body frame, m.
-          range: (lo, hi) joint limits in rad or m; None: unlimited.
+          range: (lo, hi) joint limits in rad or m (a ball joint: its rotation angle
+            stays below hi); None: unlimited.
           damping, armature, stiffness, frictionloss: per-dof values (>= 0).
           ref: hinge/slide coordinate at which the body sits at ``pos``/``quat``.
           springref: rest coordinate of the joint spring (default ``ref``).

@@ -88,10 +88,6 @@ class RowLayout(NamedTuple):
     def n(self) -> int:
         return len(self.body)
 
-    @property
-    def nlimit(self) -> int:
-        return len(self.joints) + len(self.balls) + len(self.tendons)
-
 
 @functools.lru_cache(maxsize=64)
 def row_layout(topo: Topology) -> RowLayout:
