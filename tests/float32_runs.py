@@ -18,7 +18,7 @@ TOPOLOGIES = {  # one topology (one compile) per test; together every pair kind
     "polytopes": ("box", "box", "hull", "hull"),
     "round": ("capsule", "capsule", "sphere", "sphere"),
 }
-SCENES = {"mixed": 28, "polytopes": 18, "round": 32}  # 78 (polytope collision costs most)
+SCENES = {"mixed": 22, "polytopes": 18, "round": 26}  # 66 (polytope collision costs most)
 OTHER_MODEL_SCENES = 9  # "mixed:rigid", "mixed:penalty": the other contact models, fewer scenes
 VOLUME_SCENES = 5  # "polytopes:volume": hull-hull intersection volumes cost ~10 ms a step on CPU
 EXACT_SCENES = 5  # "mixed:cone/exact": exact Coulomb's sweeps and Newton steps cost ~4x the others
