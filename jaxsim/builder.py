@@ -867,10 +867,28 @@ class ModelBuilder:
             damping.append(pick("damping", self.penalty[1]))
         topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
                             pair_mode=tuple(int(m) for m in modes),
+                            pair_window=tuple(self._hfield_window(a, b) for a, b in table),
                             pair_geometry=contact_models.get(self.contact).collision)
         n = len(table)
         return topo, dict(pair_friction=np.reshape(friction, (n, 2)), pair_restitution=np.reshape(restitution, (n,)),
                           pair_stiffness=np.reshape(stiffness, (n,)), pair_damping=np.reshape(damping, (n,)))
+
+    def _hfield_window(self, a: int, b: int) -> int:
+        """Cells per side of the height-field window a geom pair sees
+        (``collision/hfield.py``): the other geom's bounding diameter plus a cell on
+        each side; 0 for other pairs."""
+        ga, gb = self.geoms[a], self.geoms[b]
+        if gb.type != GeomType.HFIELD:
+            return 0
+        hsize, heights = self.hfields[gb.hfield]
+        nrow, ncol = heights.shape
+        cell = min(2 * hsize[0] / (ncol - 1), 2 * hsize[1] / (nrow - 1))
+        if ga.type == GeomType.CONVEX:
+            radius = float(np.max(np.linalg.norm(self.meshes[ga.mesh][0], axis=-1)))
+        else:
+            radius = {GeomType.SPHERE: ga.size[0], GeomType.CAPSULE: ga.size[0] + ga.size[1]}.get(
+                ga.type, float(np.linalg.norm(ga.size)))
+        return int(min(np.ceil(2 * radius / cell) + 2, max(nrow, ncol) - 1))
 
     def _options(self, arr, dtype) -> Options:
         return Options(timestep=arr(self.timestep), gravity=arr(self.gravity),

@@ -153,6 +153,7 @@ class Topology:
     pair_geom1: tuple = static(())
     pair_geom2: tuple = static(())
     pair_mode: tuple = static(())  # ContactMode per pair
+    pair_window: tuple = static(())  # height-field pairs: cells per side of the window the geom sees, else 0
     pair_geometry: str = static("points")  # what slots of polyhedral pairs hold: "points", "polygon", "volume"
 
 

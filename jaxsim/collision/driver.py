@@ -8,14 +8,16 @@ masks pairs that cannot touch (it does not skip their computation: shapes are st
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
 from jaxsim.builder import ModelError
-from jaxsim.collision import box_primitives, convex, primitives, regions
-from jaxsim.collision.pairs import POLYHEDRAL, pair_plan
+from jaxsim.collision import box_primitives, convex, hfield, primitives, regions
+from jaxsim.collision.pairs import HFIELD_KINDS, POLYHEDRAL, pair_plan
 from jaxsim.kinematics import Kinematics
 from jaxsim.types import ContactMode, Contacts, GeomType, Model
 
@@ -111,6 +113,8 @@ def _narrow_phase(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
 
 def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int,
                         margin):
+    if kind in HFIELD_KINDS:
+        return _hfield_pairs(model, kin, kind, g1, g2, nslot, margin)
     p1, r1, s1 = kin.geom_pos_w[g1], kin.geom_rot_w[g1], model.geom_size[g1]
     p2, r2, s2 = kin.geom_pos_w[g2], kin.geom_rot_w[g2], model.geom_size[g2]
     v = jax.vmap
@@ -140,6 +144,32 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
     a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
     edges = model.opt.edge_contacts
     return v(lambda a, b, m: convex.polytope_contacts(a, b, nslot, m, edges))(a, b, margin)
+
+
+def _hfield_pairs(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray, nslot: int, margin):
+    """Geoms on height fields (``hfield.py``), batched per height field (each has its
+    own grid shape) and put back in pair order."""
+    topo = model.topo
+    window = dict(zip(zip(topo.pair_geom1, topo.pair_geom2), topo.pair_window))
+    field = np.asarray(topo.geom_hfield)[g2]
+    shape = {"sphere": None, "capsule": None}.get(kind[0].name.lower(), "polytope")
+    outs, order = [], []
+    for h in np.unique(field):
+        sel = np.flatnonzero(field == h)
+        a, b = g1[sel], g2[sel]
+        nrow, ncol = topo.hfield_nrow[h], topo.hfield_ncol[h]
+        heights = model.hfield_data[h, :nrow * ncol].reshape(nrow, ncol)
+        w = max(window[(int(x), int(y))] for x, y in zip(a, b))
+        poly = _polytopes(model, kin, a) if shape == "polytope" else None
+        one = functools.partial(hfield.hfield_contacts, kind[0].name.lower(), heights=heights,
+                                size=model.hfield_size[h], window=w, nslot=nslot)
+        outs.append(jax.vmap(lambda ph, rh, m, pg, rg, gs, poly: one(pos_h=ph, rot_h=rh, margin=m, pos_g=pg, rot_g=rg,
+                                                                       geom_size=gs, polytope=poly))(
+            kin.geom_pos_w[b], kin.geom_rot_w[b], margin[sel], kin.geom_pos_w[a], kin.geom_rot_w[a],
+            model.geom_size[a], poly))
+        order.append(sel)
+    back = np.argsort(np.concatenate(order))
+    return tuple(jnp.concatenate(x)[back] for x in zip(*outs))
 
 
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:

@@ -38,7 +38,12 @@ SLOTS = {
     (G.BOX, G.BOX): 8,
     (G.BOX, G.CONVEX): 8,
     (G.CONVEX, G.CONVEX): 8,
+    (G.SPHERE, G.HFIELD): 1,  # collision/hfield.py
+    (G.CAPSULE, G.HFIELD): 3,
+    (G.BOX, G.HFIELD): 8,
+    (G.CONVEX, G.HFIELD): 8,
 }
+HFIELD_KINDS = ((G.SPHERE, G.HFIELD), (G.CAPSULE, G.HFIELD), (G.BOX, G.HFIELD), (G.CONVEX, G.HFIELD))
 # pairs of polyhedra (a plane as a half-space): their slots hold the contact polygon's
 # corners or one intersection volume when the contact model asks (``regions.py``)
 POLYHEDRAL = ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX), (G.BOX, G.BOX), (G.BOX, G.CONVEX),
