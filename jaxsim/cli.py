@@ -154,8 +154,8 @@ def load_with_floor(path: str, dtype, urdf_options: dict | None = None, **option
     under its lowest point at qpos0, so the model starts resting on it.
 
     Args:
-      urdf_options: ``package_dirs``, ``balance_inertia``, ``floating_base`` of
-        ``jaxsim.io.mjcf.urdf_spec`` (URDF files only).
+      urdf_options: ``package_dirs``, ``balance_inertia``, ``floating_base``,
+        ``self_collision`` of ``jaxsim.io.mjcf.urdf_spec`` (URDF files only).
 
     Returns:
       (model, floor height or None if the file had its own floor).
@@ -249,9 +249,11 @@ def simulate(args) -> int:
     if args.max_contacts is not None:
         options["max_contacts"] = args.max_contacts
     urdf_options = {"package_dirs": args.package_dir, "balance_inertia": args.balance_inertia,
-                    "floating_base": args.floating_base}
-    if not path.lower().endswith(".urdf") and (args.package_dir or args.balance_inertia or args.floating_base):
-        raise UsageError("--package-dir, --balance-inertia and --floating-base apply to URDF files only")
+                    "floating_base": args.floating_base, "self_collision": not args.no_self_collision}
+    if not path.lower().endswith(".urdf") and (args.package_dir or args.balance_inertia or args.floating_base
+                                                or args.no_self_collision):
+        raise UsageError("--package-dir, --balance-inertia, --floating-base and --no-self-collision "
+                         "apply to URDF files only")
     model, floor_z = load_with_floor(path, dtype, urdf_options, **options)
 
     dt = float(model.opt.timestep)
@@ -376,6 +378,8 @@ def parser() -> argparse.ArgumentParser:
                    help="URDF: a free joint on the root link (a legged robot); default: welded to the world")
     s.add_argument("--balance-inertia", action="store_true",
                    help="URDF: make inertias that are not physically valid valid instead of failing")
+    s.add_argument("--no-self-collision", action="store_true",
+                   help="URDF: links collide with the floor and other geoms only, not with each other")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
     d = sub.add_parser("demo", help="simulate the built-in contact scenes")

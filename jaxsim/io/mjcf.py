@@ -76,25 +76,30 @@ def load_mjcf(source: str, dtype=jnp.float32, **options) -> Model:
 
 
 def load_urdf(path: str, dtype=jnp.float32, package_dirs=(), balance_inertia: bool = False,
-              floating_base: bool = False, **options) -> Model:
+              floating_base: bool = False, self_collision: bool = True, **options) -> Model:
     """Load a URDF file (through MuJoCo's URDF importer) into a Model.
 
     Args:
       path: the ``.urdf`` file.
       dtype: float dtype of the Model's arrays.
-      package_dirs, balance_inertia, floating_base: as for ``compile_urdf``.
+      package_dirs, balance_inertia, floating_base, self_collision: as for
+        ``urdf_spec``.
       **options: ModelBuilder options, as for ``load_mjcf``.
     """
-    return from_mjmodel(compile_urdf(path, package_dirs, balance_inertia, floating_base), dtype=dtype, **options)
+    return from_mjmodel(compile_urdf(path, package_dirs, balance_inertia, floating_base, self_collision),
+                        dtype=dtype, **options)
 
 
-def compile_urdf(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False):
+def compile_urdf(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False,
+                 self_collision: bool = True):
     """MuJoCo's ``MjModel`` of a URDF file, its ``package://`` URIs resolved
     (arguments as for ``urdf_spec``)."""
-    return _compile_spec(urdf_spec(path, package_dirs, balance_inertia, floating_base), path, balance_inertia)
+    return _compile_spec(urdf_spec(path, package_dirs, balance_inertia, floating_base, self_collision), path,
+                         balance_inertia)
 
 
-def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False):
+def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False,
+              self_collision: bool = True):
     """MuJoCo's ``MjSpec`` of a URDF file, its ``package://`` URIs resolved.
 
     Args:
@@ -107,6 +112,11 @@ def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floatin
         triangle-inequality violations.
       floating_base: give the root link a free joint (named ``floating_base``): a
         legged robot's URDF has none, and MuJoCo welds the root to the world.
+      self_collision: False: the robot's links collide with other geoms only (their
+        ``conaffinity`` 0, MuJoCo's usual idiom; a floor added later keeps 1). URDF
+        meshes become convex hulls of hundreds of vertices and MuJoCo lets every
+        non-adjacent link pair collide: Go2 has 143 such hull pairs, whose
+        collision does not fit in memory.
     """
     mujoco = _mujoco()
     text = resolve_urdf(path, package_dirs, balance_inertia)
@@ -120,6 +130,9 @@ def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floatin
             raise ModelError(f"{os.fspath(path)}: floating_base needs one root link without a joint; "
                              f"the world holds {[b.name for b in roots]}")
         roots[0].add_freejoint(name="floating_base")
+    if not self_collision:
+        for geom in spec.geoms:
+            geom.conaffinity = 0
     return spec
 
 
