@@ -132,7 +132,9 @@ def test_contract_rest_slide_and_force_query(contract_run):
     np.testing.assert_allclose(np.asarray(force32)[0], np.asarray(force)[0], rtol=0.01, atol=1e-3)
 
 
-@pytest.mark.parametrize("name", MODELS)
+# models whose own tests check a rollout's gradient against finite differences
+# (test_contact: relaxed; test_springhead; test_volume_model) are left out here
+@pytest.mark.parametrize("name", sorted(set(MODELS) - {"relaxed", "springhead", "volume", "test_volume"}))
 def test_contract_gradient_of_sliding_distance(name):
     """d x(0.2 s) / d vx(0) of a box sliding at 2 m/s (float64): jax.grad against a
     central finite difference, and against the analytic 0.2 s while it slides."""
