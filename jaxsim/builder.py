@@ -332,6 +332,8 @@ class ModelBuilder:
           pos: (3,) body origin in the parent frame at q = qpos0, m.
           quat: (4,) orientation in the parent frame, (w, x, y, z); normalized here.
           mass: kg, > 0 (0 allowed for a massless body whose subtree has mass).
+            A body without joints of its own may be a point mass (inertia all
+            zero, as MuJoCo allows for bodies that do not move on their own).
           com: (3,) centre of mass in the body frame, m.
           inertia: (3,) principal moments or (3, 3) tensor about the com, kg m^2;
             default: a solid sphere of radius 0.05 m.
@@ -363,7 +365,8 @@ class ModelBuilder:
         if not np.all(np.isfinite(moments)):
             raise ModelError(f"{where}: non-finite inertia {moments.tolist()}")
         scale = max(np.abs(moments).max(), 1e-300)
-        if mass > 0 and moments.min() <= 1e-12 * scale:
+        point_mass = mass > 0 and not np.any(moments)  # checked at build: no joints of its own
+        if mass > 0 and not point_mass and moments.min() <= 1e-12 * scale:
             raise ModelError(f"{where}: inertia is not positive definite (principal moments {moments.tolist()})")
         if mass == 0 and scale > 1e-300:
             raise ModelError(f"{where}: a massless body must have zero inertia")
@@ -729,6 +732,8 @@ class ModelBuilder:
         for i in range(1, nbody):
             if moving[i] and jntnum[i] > 0 and subtree_mass[i] <= 0:
                 raise ModelError(f"body {names[i]!r}: a moving body needs positive mass in its subtree")
+            if jntnum[i] > 0 and bodies[i - 1].mass > 0 and not np.any(bodies[i - 1].inertia):
+                raise ModelError(f"body {names[i]!r}: a point mass (zero inertia) cannot have joints of its own")
 
     def _transmissions(self, jt: dict) -> dict:
         """Tendon coefficients, actuator moments and activation addresses, equality ids."""

@@ -66,6 +66,22 @@ def test_inertia_not_positive_definite():
         _one_body(mass=1.0, inertia=(1.0, 1.0, 0.0))
 
 
+def test_point_mass_only_without_joints_of_its_own():
+    """A welded point mass (zero inertia, as gymnasium-robotics' Fetch has) adds its mass
+    and its parallel-axis inertia to the parent; on joints of its own it is refused."""
+    b = _hinged(mass=1.0)
+    b.add_body("tip", "a", pos=(0.5, 0, 0), mass=2.0, inertia=(0.0, 0.0, 0.0))  # 0.5 m off the z hinge
+    model = b.build(jnp.float64)
+    kin = jaxsim.forward_kinematics(model, model.qpos0)
+    inertia_a = 0.4 * 1.0 * 0.05 ** 2  # the default: a 5 cm solid sphere
+    np.testing.assert_allclose(float(jaxsim.mass_matrix(model, kin)[0, 0]), inertia_a + 2.0 * 0.5 ** 2, rtol=1e-12)
+    b = _hinged(mass=1.0)
+    b.add_body("tip", "a", mass=2.0, inertia=(0.0, 0.0, 0.0))
+    b.add_joint("tip", "slide", name="s")
+    with pytest.raises(ModelError, match=r"body 'tip'.*point mass"):
+        b.build()
+
+
 def test_inertia_triangle_inequality():
     with pytest.raises(ModelError, match=r"body 'a'.*triangle inequality"):
         _one_body(mass=1.0, inertia=(1.0, 1.0, 5.0))
