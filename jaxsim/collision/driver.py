@@ -152,7 +152,7 @@ def _hfield_pairs(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
     topo = model.topo
     window = dict(zip(zip(topo.pair_geom1, topo.pair_geom2), topo.pair_window))
     field = np.asarray(topo.geom_hfield)[g2]
-    shape = {"sphere": None, "capsule": None}.get(kind[0].name.lower(), "polytope")
+    polyhedral = kind[0] in (GeomType.BOX, GeomType.CONVEX)
     outs, order = [], []
     for h in np.unique(field):
         sel = np.flatnonzero(field == h)
@@ -160,7 +160,7 @@ def _hfield_pairs(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
         nrow, ncol = topo.hfield_nrow[h], topo.hfield_ncol[h]
         heights = model.hfield_data[h, :nrow * ncol].reshape(nrow, ncol)
         w = max(window[(int(x), int(y))] for x, y in zip(a, b))
-        poly = _polytopes(model, kin, a) if shape == "polytope" else None
+        poly = _polytopes(model, kin, a) if polyhedral else None
         one = functools.partial(hfield.hfield_contacts, kind[0].name.lower(), heights=heights,
                                 size=model.hfield_size[h], window=w, nslot=nslot)
         outs.append(jax.vmap(lambda ph, rh, m, pg, rg, gs, poly: one(pos_h=ph, rot_h=rh, margin=m, pos_g=pg, rot_g=rg,
