@@ -106,7 +106,7 @@ import numpy as np
 from mujoco import mjx
 
 import jaxsim
-from jaxsim import linalg
+from jaxsim import linalg, parallel
 from jaxsim.io import load_mjcf
 from bench_collision import BOXES8, _box_body, _mjcf, load_mjx, random_states
 from benchutil import bench, machine_info, parse_common
@@ -409,8 +409,10 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     for batch in a.batches:
         q = random_states(mm, batch)
         row = {"scene": name, "batch": batch, "steps": a.steps}
-        states = jaxsim_init(model, random_states(mm_js, batch))
+        mesh = parallel.batch_mesh(batch)  # every local device that divides the batch
+        states = parallel.shard_batch(jaxsim_init(model, random_states(mm_js, batch)), mesh)
         r = bench(js_f, (states,), a.min_time)
+        r["devices"] = int(mesh.devices.size)
         r["steps_per_s"] = batch * a.steps / r["sec_per_call"]
         end = jax.jit(js_f)(states)  # hits the cache of bench's compile
         active = np.asarray(jnp.sum(end.contact.active, axis=-1))
@@ -432,7 +434,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
             try:
                 plain = mjx_plain(a.mjx_cholesky, batch)
                 with mjx_cholesky(plain):
-                    m = bench(mx_f, (mjx_init(dx, q),), a.min_time)
+                    m = bench(mx_f, (parallel.shard_batch(mjx_init(dx, q), mesh),), a.min_time)
                 m["steps_per_s"] = batch * a.steps / m["sec_per_call"]
                 m["cholesky"] = "jaxsim.linalg" if plain else "lapack"
                 if batch == 1 and a.mjx_cholesky == "auto":  # the substitution's own effect

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import scenes
+from jaxsim import parallel, scenes
 from jaxsim.step import make_state, rollout, step
 from jaxsim.builder import ModelError
 
@@ -189,10 +189,10 @@ def load_with_floor(path: str, dtype, urdf_options: dict | None = None, **option
     return mjcf.from_mjmodel(m, dtype=dtype, **options), z
 
 
-def _chunk_fn(model, show, stride: int, frames: int):
+def _chunk_fn(model, show, stride: int, frames: int, mesh):
     """jitted ``(states, steps_left) -> (states, frames_of_shown_envs, per_step_stats)``
     advancing the batch ``frames * stride`` steps (fewer at the end: steps past
-    ``steps_left`` leave the states as they are)."""
+    ``steps_left`` leave the states as they are); the states stay split over ``mesh``."""
     vstep = jax.vmap(step, in_axes=(None, 0))
 
     def one(carry, _):
@@ -211,6 +211,7 @@ def _chunk_fn(model, show, stride: int, frames: int):
     @jax.jit
     def chunk(states, left):
         (states, _), (shown, stats) = jax.lax.scan(frame, (states, left), None, length=frames)
+        states = jax.lax.with_sharding_constraint(states, parallel.batch_sharding(mesh))
         return states, shown, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), stats)
 
     return chunk
@@ -264,15 +265,18 @@ def simulate(args) -> int:
     nchunks = math.ceil(nframes / per_chunk)
     show = np.arange(min(args.show, args.batch))
     name = os.path.basename(path)
-    states = initial_states(model, args.batch, args.noise, args.seed)
+    # envs split over every local device that divides the batch (jaxsim.parallel)
+    mesh = parallel.batch_mesh(args.batch)
+    states = parallel.shard_batch(initial_states(model, args.batch, args.noise, args.seed), mesh)
     print(f"jaxsim simulate {name}: {model.topo.nbody - 1} bodies, nv = {model.nv}, "
           f"{model.topo.ngeom} geoms, {states.contact.active.shape[-1]} contact slots"
           + (f", max_contacts {int(model.opt.max_contacts)}" if int(model.opt.max_contacts) else "")
           + (f"; no floor in the file: added a plane at z = {floor_z:.3f} m" if floor_z is not None else ""))
     print(f"  {args.batch} env(s) x {steps} steps of {dt:g} s ({steps * dt:g} s), "
-          f"{model.opt.integrator}, {jax.devices()[0].platform}, {jnp.dtype(dtype).name}")
+          f"{model.opt.integrator}, {jax.devices()[0].platform} x {mesh.devices.size} "
+          f"device(s), {jnp.dtype(dtype).name}")
 
-    chunk = _chunk_fn(model, show, stride, per_chunk)
+    chunk = _chunk_fn(model, show, stride, per_chunk, mesh)
     t0 = time.perf_counter()
     chunk = chunk.lower(states, jnp.int32(steps)).compile()
     compile_s = time.perf_counter() - t0

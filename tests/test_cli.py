@@ -1,5 +1,6 @@
 """The ``jaxsim`` command line: the README's main command (bare ``python -m jaxsim``),
-``demo``, ``simulate`` on gymnasium's ant in a subprocess, a floor added under a model
+``demo``, ``simulate`` on gymnasium's ant in a subprocess (its 2 envs sharded over 2
+host devices), a floor added under a model
 without one, and bad input rejected with a one-line error and exit status 2."""
 
 import os
@@ -41,16 +42,19 @@ def test_demo_runs_every_scene_and_writes_viewers(tmp_path, capsys):
         assert "<script" in html and "Plotly" in html
 
 
-def run_cli(*args, cwd=None):
+def run_cli(*args, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "jaxsim", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+                          cwd=cwd, timeout=300, env=None if env is None else {**os.environ, **env})
 
 
 def test_simulate_ant_writes_the_viewer(tmp_path):
     out = tmp_path / "ant.html"
-    r = run_cli("simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet")
+    # three host CPU devices: the 2 envs are split over the 2 that divide the batch
+    r = run_cli("simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet",
+                env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
     assert r.returncode == 0, r.stderr
     assert "ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
+    assert "cpu x 2 device(s)" in r.stdout
     for line in ("env-steps/s", "max penetration", "contact QP", "overflow", "non-finite         0 of 2"):
         assert line in r.stdout
     html = out.read_text()
