@@ -137,6 +137,22 @@ def test_vmap_float32():
         np.testing.assert_allclose(x32, x, atol=1e-3)
 
 
+def test_skip_runs_no_iteration_for_the_skipped_envs_of_a_batch():
+    """``skip`` (a ``lax.cond`` predicate under vmap): skipped envs run no iteration, the
+    others solve exactly as alone, and the batch runs as long as its slowest kept env."""
+    rng = np.random.default_rng(5)
+    ps = [random_problem(rng, 6, 1) for _ in range(4)]
+    batch = jax.tree.map(lambda *a: jnp.stack(a), *ps)
+    skip = jnp.array([True, False, True, False])
+    xs, st = jax.jit(jax.vmap(lambda p, k: Q.solve(p, jnp.zeros(6), 1e-10, max_iter=5000, block=3, skip=k)))(
+        batch, skip)
+    np.testing.assert_array_equal(np.asarray(st.iterations)[[0, 2]], 0)
+    for i in (1, 3):
+        x, s_ = solve(ps[i], jnp.zeros(6), 1e-10, max_iter=5000, block=3)
+        assert int(st.iterations[i]) == int(s_.iterations) > 0
+        np.testing.assert_allclose(xs[i], x, atol=1e-12)
+
+
 def test_friction_box_projection_is_the_nearest_feasible_point():
     """project_box against the variational inequality of a projection: for its output
     p of x and every feasible y, (x - p) . (y - p) <= 0 (checked on random points)."""

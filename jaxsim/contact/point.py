@@ -303,22 +303,24 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
     problem_qp = _relaxed_qp(model, problem, c, mu)
     warm = jnp.concatenate([jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1),
                             jnp.zeros((nr,), c.dtype)])
-    solve_qp = lambda pr, x0: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
-                                       block=(3, m), adjoint=opt.adjoint)
+    solve_qp = lambda pr, x0, skip=None: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
+                                                  block=(3, m), adjoint=opt.adjoint, skip=skip)
     x1, stats1 = solve_qp(problem_qp, warm)
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided
     # from the start alone, the cone of an impact depended on whether the point
     # approached sliding at 9 or 11 mm/s, and a sliding point stopped by an impact
-    # could approach the surface at mu |v_t|. It is skipped (outside vmap) where no
-    # mode changed and no shift moved by more than 0.1 slip_speed
+    # could approach the surface at mu |v_t|. It is skipped where no mode changed and
+    # no shift moved by more than 0.1 slip_speed
     vt_end = math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:])
     slipping2, mu2, shift2 = friction_mode(model, problem, active, vt_end)
     c2 = c.at[:3 * m:3].add(jnp.where(active, shift2 - shift, 0.0))
     redo = (jnp.any(slipping2 != slipping)
             | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.contact_params.slip_speed))
     zero = qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), c.dtype))
-    x, stats2 = jax.lax.cond(redo, lambda: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x1),
+    # (under vmap the cond runs both branches for every env: ``skip`` keeps the envs
+    # that need no second pass out of its loop)
+    x, stats2 = jax.lax.cond(redo, lambda: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x1, ~redo),
                              lambda: (x1, zero))
     return _pack(problem, x, ref, slipping2,
                  SolverStats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual)))

@@ -204,25 +204,26 @@ def no_worse_than_zero(qp: QP, x: Array) -> Array:
     return jnp.where(zero_feasible & (xhx > 0), jax.lax.stop_gradient(a) * x, x)
 
 
-def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str) -> tuple[Array, Stats]:
+def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
+         skip: Array | bool = False) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
     eta = 1.0 / _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
-    c = jax.lax.while_loop(lambda c: ~terminate(c, tol, max_iter),
+    c = jax.lax.while_loop(lambda c: ~(terminate(c, tol, max_iter) | skip),
                            lambda c: step(sqp, eta, c, floor, cone), init(sqp, x0 / s, cone))
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4, 5))
-def _solve_implicit(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str):
-    return _run(qp, x0, tol, max_iter, block, cone)
+@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5, 6))
+def _solve_implicit(qp: QP, x0: Array, tol: Array, skip: Array, max_iter: int, block: int, cone: str):
+    return _run(qp, x0, tol, max_iter, block, cone, skip)
 
 
 @_solve_implicit.defjvp
 def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
-    qp, x0, tol = primals
+    qp, x0, tol, skip = primals
     dqp = tangents[0]
-    x, stats = _run(qp, x0, tol, max_iter, block, cone)
+    x, stats = _run(qp, x0, tol, max_iter, block, cone, skip)
     x = jax.lax.stop_gradient(x)
     eta = 1.0 / _lipschitz(qp.H)
     # the projection's derivative (cheap: H enters linearly, P is evaluated once)
@@ -252,7 +253,7 @@ def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int, cone: str) -> 
 
 
 def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
-          adjoint: str = "implicit", cone: str = "circle") -> tuple[Array, Stats]:
+          adjoint: str = "implicit", cone: str = "circle", skip: Array | None = None) -> tuple[Array, Stats]:
     """Solve the QP from the warm start ``x0``.
 
     Args:
@@ -265,6 +266,11 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
       adjoint: "implicit" (implicit function theorem) or "unrolled" (differentiate
         exactly ``max_iter`` iterations).
       cone: static, "circle" (friction cones) or "box" (friction boxes).
+      skip: optional () bool: where true the loop runs no iteration (the result is the
+        projected ``x0``, for the caller to discard). Under ``vmap`` a ``lax.cond``
+        runs both branches for every env; passing its predicate here as well keeps
+        the envs that take the other branch from running the loop (implicit adjoint
+        only; the unrolled one always runs ``max_iter``).
 
     Returns:
       (x (n,), Stats).
@@ -278,4 +284,5 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
     if adjoint != "implicit":
         raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
     tol = jnp.asarray(tol, qp.g.dtype)
-    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, max_iter, block, cone)
+    skip = jnp.zeros((), bool) if skip is None else jnp.asarray(skip, bool)
+    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, max_iter, block, cone)
