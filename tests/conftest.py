@@ -30,13 +30,9 @@ def reference_model_files():
 
 def example_robot_data_dir():
     """example-robot-data's ``robots`` folder (its URDFs use ``package://`` URIs)."""
-    from importlib import metadata
+    from jaxsim.robots import robot_file
 
-    try:
-        dist = metadata.distribution("example-robot-data")
-    except metadata.PackageNotFoundError:
-        pytest.fail("example-robot-data is not installed: pip install -e '.[test]'")
-    return str(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    return robot_file("").rstrip(os.sep)
 
 
 URDF_ROBOTS = {  # id: (path under example_robot_data_dir(), compile_urdf options)

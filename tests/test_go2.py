@@ -13,6 +13,9 @@ import os
 import sys
 
 import numpy as np
+import pytest
+
+from jaxsim import ModelError, robots
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments"))
 from go2_stand import stand, standing_figures  # noqa: E402
@@ -20,8 +23,8 @@ from go2_stand import stand, standing_figures  # noqa: E402
 
 def test_go2_stands_on_a_plane_and_on_bumps_with_implicit_pd():
     traj, target = stand("relaxed", dt=0.01, seconds=10.0)
-    for g, ground in enumerate(("plane", "hfield")):
-        f = standing_figures(traj, target, g)
+    figures = {ground: standing_figures(traj, target, g) for g, ground in enumerate(("plane", "hfield"))}
+    for ground, f in figures.items():
         print(ground, {k: round(v, 5) if isinstance(v, float) else v for k, v in f.items()})
         assert f["finite"], ground
         assert f["base_z"] > 0.25, (ground, f["base_z"])
@@ -31,15 +34,11 @@ def test_go2_stands_on_a_plane_and_on_bumps_with_implicit_pd():
         assert f["depth_max_m"] < 5e-3, (ground, f["depth_max_m"])
     # the plane robot stands at the height its legs give: hip-to-foot of the standing
     # pose (thigh and calf 0.213 m, at 0.8 and -0.7 rad from vertical) plus the foot radius
-    z_plane = standing_figures(traj, target, 0)["base_z"]
+    z_plane = figures["plane"]["base_z"]
     legs = 0.213 * (np.cos(0.8) + np.cos(0.7)) + 0.022
     assert abs(z_plane - legs) < 0.02, (z_plane, legs)
 
 
 def test_a_missing_robot_file_is_named():
-    import pytest
-
-    from jaxsim import ModelError, robots
-
     with pytest.raises(ModelError, match="example-robot-data has no 'nope/robot.urdf'"):
         robots.robot_file("nope/robot.urdf")
