@@ -41,6 +41,12 @@ So do ``SCENE:springhead/qp`` (Springhead's model with the shared QP) and
 ``SCENE:springhead/pgs`` (with its projected Gauss-Seidel, 15 sweeps, the default; the
 results of 2026-11-24 were recorded as ``SCENE:springhead`` when the QP was) for cube, boxes8
 and humanoid; their iteration column counts QP iterations, or the fixed sweeps.
+``NAME@fresh`` (``cube@fresh`` is in the default list) times the same scene from fresh
+states instead: the file's pose (the cube just placed on the floor, as after an
+environment reset) plus the same tiny noise, velocities and warm start zero, with no
+settling on either side; every timed call restarts from those states, so each one
+pays for contact being established. ``NAME`` may carry a contact model
+(``cube:volume@fresh``).
 ``SCENE:cone/exact``, ``SCENE:cone/anitescu-tasora`` and ``SCENE:cone/nakaoka`` time
 the cone model (seed 004) with each friction model on the same three scenes; the
 iteration column counts exact Coulomb's sweeps, the cone QP's iterations or
@@ -368,8 +374,18 @@ def print_iterations(iters: dict) -> None:
 
 # ---------------------------------------------------------------- main
 
+def scene_name(name: str) -> str:
+    """argparse type: a scene or variant, optionally with ``@fresh``."""
+    plain, at, start = name.partition("@")
+    if plain not in list(SCENES) + VARIANTS or (at and start != "fresh"):
+        raise argparse.ArgumentTypeError(
+            f"unknown scene {name!r}: choose from {', '.join(list(SCENES) + VARIANTS)}, each optionally + '@fresh'")
+    return name
+
+
 def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
-    base, _, contact = name.partition(":")  # "cube:volume": jaxsim with that contact model
+    plain, _, start = name.partition("@")  # "cube@fresh": from the file's pose, no settling
+    base, _, contact = plain.partition(":")  # "cube:volume": jaxsim with that contact model
     xml = scene_xml(base)
     opts = {"max_contacts": a.max_contacts} if base in LIMITED else {}
     if base == "boxes8":
@@ -389,10 +405,11 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
                    "jaxsim_options": opts}
 
     mjx_reason, mx, dx = None, None, None
-    mm_js = settle_jaxsim(model, xml, a.settle)
-    settle(mm0, a.settle)
+    settle_s = 0.0 if start == "fresh" else a.settle
+    mm_js = settle_jaxsim(model, xml, settle_s)
+    settle(mm0, settle_s)
     notes[name]["rest_q2"] = {"jaxsim": float(mm_js.qpos0[2]), "mujoco": float(mm0.qpos0[2])}
-    print(f"  resting q[2] after {a.settle:g} s: jaxsim {mm_js.qpos0[2]:.4f}, MuJoCo C "
+    print(f"  initial q[2] after {settle_s:g} s of settling: jaxsim {mm_js.qpos0[2]:.4f}, MuJoCo C "
           f"{mm0.qpos0[2]:.4f}", flush=True)
     try:
         mm, mx, dx = load_mjx(xml)
@@ -474,7 +491,9 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES) + VARIANTS)
+    p.add_argument("--scenes", nargs="+", default=list(SCENES) + ["cube@fresh"], type=scene_name,
+                   metavar="SCENE", help=f"{', '.join(SCENES)} or a variant ({', '.join(VARIANTS)}), "
+                                         "each optionally + '@fresh' (module docstring)")
     p.add_argument("--steps", type=int, default=10, help="steps per timed call (lax.scan length)")
     p.add_argument("--max-contacts", type=int, default=16,
                    help="jaxsim max_contacts for ant and humanoid (0: all slots)")
@@ -528,7 +547,7 @@ def main() -> None:
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump({"machine": info, "args": vars(a), "wall_s": wall,
-                   "scenes": {k: SCENES[k.partition(":")[0]] for k in a.scenes}, "scene_notes": notes,
+                   "scenes": {k: SCENES[k.partition("@")[0].partition(":")[0]] for k in a.scenes}, "scene_notes": notes,
                    "failed": failed, "results": rows, "iterations": iters}, fh, indent=2)
     print(f"wrote {a.out}")
 
