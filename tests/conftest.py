@@ -40,18 +40,3 @@ URDF_ROBOTS = {  # id: (path under example_robot_data_dir(), compile_urdf option
     "urdf/go2": ("go2_description/urdf/go2.urdf", {"floating_base": True}),
     "urdf/panda": ("panda_description/urdf/panda.urdf", {}),
 }
-
-
-# Modules with the longest single tests (30-90 s each, mostly XLA compiling), run
-# first: pytest-xdist hands tests out in collection order, and a long test collected
-# last keeps one worker busy while the other has nothing left.
-SLOW_MODULES_FIRST = ("test_robustness", "test_volume_model", "test_contact", "test_notebooks", "test_go2",
-                      "test_parallel", "test_springhead", "test_contact_models", "test_transforms")
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item):
-        name = item.module.__name__.rpartition(".")[2] if item.module else ""
-        return SLOW_MODULES_FIRST.index(name) if name in SLOW_MODULES_FIRST else len(SLOW_MODULES_FIRST)
-
-    items.sort(key=rank)  # stable: each module keeps its own order
