@@ -377,9 +377,10 @@ def print_iterations(iters: dict) -> None:
 def scene_name(name: str) -> str:
     """argparse type: a scene or variant, optionally with ``@fresh``."""
     plain, at, start = name.partition("@")
-    if plain not in list(SCENES) + VARIANTS or (at and start != "fresh"):
+    known = list(SCENES) + VARIANTS
+    if plain not in known or (at and start != "fresh"):
         raise argparse.ArgumentTypeError(
-            f"unknown scene {name!r}: choose from {', '.join(list(SCENES) + VARIANTS)}, each optionally + '@fresh'")
+            f"unknown scene {name!r}: choose from {', '.join(known)}, each optionally + '@fresh'")
     return name
 
 

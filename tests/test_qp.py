@@ -28,14 +28,17 @@ solve = jax.jit(Q.solve, static_argnames=("max_iter", "block", "adjoint"))
 def scipy_solution(p):
     H, g = np.asarray(p.H), np.asarray(p.g)
     n, ncone = len(g), len(p.mu)
-    def cone_jac(x, i):  # d(mu x_n - |x_t|)/dx: SLSQP's finite differences cost seconds
+
+    def cone(x, i):  # mu x_n - |x_t| >= 0
+        return float(p.mu[i]) * x[3 * i] - np.linalg.norm(x[3 * i + 1:3 * i + 3])
+
+    def cone_jac(x, i):  # its gradient: SLSQP's own finite differences cost seconds
         d = np.zeros(n)
         d[3 * i] = float(p.mu[i])
         d[3 * i + 1:3 * i + 3] = -x[3 * i + 1:3 * i + 3] / max(np.linalg.norm(x[3 * i + 1:3 * i + 3]), 1e-300)
         return d
 
-    cons = [{"type": "ineq", "fun": (lambda x, i=i: float(p.mu[i]) * x[3 * i] - np.linalg.norm(x[3 * i + 1:3 * i + 3])),
-             "jac": (lambda x, i=i: cone_jac(x, i))} for i in range(ncone)]
+    cons = [{"type": "ineq", "fun": cone, "jac": cone_jac, "args": (i,)} for i in range(ncone)]
     bounds = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(up) else up)
               for lo, up in zip(np.asarray(p.lower), np.asarray(p.upper))]
     for i in range(3 * ncone):
