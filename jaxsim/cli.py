@@ -149,13 +149,15 @@ def _lowest_point(mujoco, m) -> float:
     return float(np.min(d.geom_xpos[:, 2] + np.sum(rot_z * center, 1) - np.sum(np.abs(rot_z) * half, 1)))
 
 
-def load_with_floor(path: str, dtype, urdf_options: dict | None = None, **options):
+def load_with_floor(path: str, dtype, urdf_options: dict | None = None, max_hull_vertices: int | None = None,
+                    **options):
     """Load an MJCF/URDF file; if it has no floor (a plane or height field), add a plane
     under its lowest point at qpos0, so the model starts resting on it.
 
     Args:
       urdf_options: ``package_dirs``, ``balance_inertia``, ``floating_base``,
         ``self_collision`` of ``jaxsim.io.mjcf.urdf_spec`` (URDF files only).
+      max_hull_vertices: cap on every mesh's convex hull (``jaxsim.io.load_mjcf``).
 
     Returns:
       (model, floor height or None if the file had its own floor).
@@ -167,13 +169,17 @@ def load_with_floor(path: str, dtype, urdf_options: dict | None = None, **option
     except ImportError as e:  # core install without the mujoco extra
         raise UsageError(str(e)) from None
     if path.lower().endswith(".urdf"):
+        urdf_options = dict(urdf_options or {}, max_hull_vertices=max_hull_vertices)
+
         def new_spec():
-            return mjcf.urdf_spec(path, **(urdf_options or {}))
-        m = mjcf.compile_urdf(path, **(urdf_options or {}))
+            return mjcf.urdf_spec(path, **urdf_options)
+        m = mjcf.compile_urdf(path, **urdf_options)
     else:
         def new_spec():
-            return mujoco.MjSpec.from_file(path)
-        m = mjcf._compile(path)
+            spec = mujoco.MjSpec.from_file(path)
+            mjcf.limit_hull_vertices(spec, max_hull_vertices)
+            return spec
+        m = mjcf._compile(path, max_hull_vertices)
     ground = {int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD)}
     if any(int(t) in ground for t in m.geom_type):
         return mjcf.from_mjmodel(m, dtype=dtype, **options), None
@@ -249,13 +255,15 @@ def simulate(args) -> int:
     options = {} if args.dt is None else {"timestep": args.dt}
     if args.max_contacts is not None:
         options["max_contacts"] = args.max_contacts
+    if args.narrow_pairs is not None:
+        options["narrow_pairs"] = args.narrow_pairs
     urdf_options = {"package_dirs": args.package_dir, "balance_inertia": args.balance_inertia,
                     "floating_base": args.floating_base, "self_collision": not args.no_self_collision}
     if not path.lower().endswith(".urdf") and (args.package_dir or args.balance_inertia or args.floating_base
                                                 or args.no_self_collision):
         raise UsageError("--package-dir, --balance-inertia, --floating-base and --no-self-collision "
                          "apply to URDF files only")
-    model, floor_z = load_with_floor(path, dtype, urdf_options, **options)
+    model, floor_z = load_with_floor(path, dtype, urdf_options, args.max_hull_vertices, **options)
 
     dt = float(model.opt.timestep)
     steps = max(1, int(round(args.duration / dt)))
@@ -374,6 +382,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--fps", type=float, default=30.0, help="viewer frames per simulated second")
     s.add_argument("--max-contacts", type=int, default=None,
                    help="solve at most this many deepest contacts per step (0: all slots)")
+    s.add_argument("--max-hull-vertices", type=int, default=None, metavar="N",
+                   help="cap every mesh's convex hull at N vertices (MuJoCo's maxhullvert): robot "
+                        "meshes give hulls of thousands, and hull-hull pairs cost O(V1 V2)")
+    s.add_argument("--narrow-pairs", type=int, default=None, metavar="N",
+                   help="per pair kind, only the N nearest pairs (bounding spheres) run the narrow "
+                        "phase each step (0: all)")
     s.add_argument("--float64", action="store_true", help="simulate in float64 (default float32)")
     s.add_argument("--package-dir", action="append", default=[], metavar="DIR",
                    help="URDF: where package:// URIs are looked up first (repeatable; then "

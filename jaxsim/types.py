@@ -181,6 +181,7 @@ class Options:
     adjoint: str = static("implicit")  # QP gradients: "implicit" or "unrolled"
     max_contacts: int = static(0)  # > 0: solve for at most this many (deepest) active slots
     edge_contacts: bool = static(True)  # point slots of polyhedra: edge-edge crossings too (False: vertices only)
+    narrow_pairs: int = static(0)  # > 0: per pair kind, only this many nearest pairs reach the narrow phase
 
 
 @pytree_dataclass

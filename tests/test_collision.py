@@ -399,3 +399,36 @@ def test_driver_sphere_and_capsule_on_box():
     np.testing.assert_allclose([d for d, _ in by[("rod", "table")]], [2e-3, 2e-3], atol=1e-12)
     for d, n in by[("ball", "table")] + by[("rod", "table")]:
         np.testing.assert_allclose(n, [0, 0, -1], atol=1e-12)  # from the probe into the table
+
+
+def test_narrow_pairs_keeps_the_nearest_pairs():
+    """``narrow_pairs`` caps how many pairs of a kind run the narrow phase: with the cap
+    at the number of touching pairs the contacts equal the uncapped ones; below it the
+    nearest pairs keep theirs, and each touching pair left out counts in ``overflow``.
+    Five hull blocks: 0-1 overlap 3 mm, 2-3 overlap 1 mm, 4 rests on the floor, the
+    others are in the air."""
+    corners = " ".join(f"{x} {y} {z}" for x in (-.05, .05) for y in (-.05, .05) for z in (-.05, .05))
+
+    def xml(x3):
+        bodies = "".join(f'<body pos="{x} {y} {z}"><freejoint/><geom type="mesh" mesh="m"/></body>'
+                         for x, y, z in ((0, 0, 1), (0.097, 0, 1), (0, 1, 1), (x3, 1, 1), (2, 2, 0.049)))
+        return f"""<mujoco><asset><mesh name="m" vertex="{corners}"/></asset><worldbody>
+        <geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>"""
+
+    fn = jax.jit(lambda m: collide(m, jaxsim.forward_kinematics(m, m.qpos0)))
+    full, two, one = (fn(load_mjcf(xml(0.099), dtype=jnp.float64, narrow_pairs=k)) for k in (0, 2, 1))
+    act = np.asarray(full.active)
+    pairs = lambda c: set(zip(np.asarray(c.geom1)[np.asarray(c.active)], np.asarray(c.geom2)[np.asarray(c.active)]))  # noqa: E731
+    assert pairs(full) == {(0, 5), (1, 2), (3, 4)}  # the floor and block 4, and the two touching pairs
+    for c in (two, one):
+        for name in ("pos_w", "depth", "normal_w", "feature", "geom1", "geom2"):
+            keep = np.asarray(c.active)
+            np.testing.assert_array_equal(np.asarray(getattr(c, name))[keep],
+                                          np.asarray(getattr(full, name))[keep])
+    np.testing.assert_array_equal(np.asarray(two.active), act)
+    assert int(two.overflow) == int(full.overflow)  # face-face blocks: more candidates than slots
+    # cap 1: the floor keeps block 4 (the lowest), hull-hull keeps 0-1 (deeper) and drops
+    # 2-3, whose own candidate overflow goes with it (measured with 2-3 apart)
+    assert pairs(one) == {(0, 5), (1, 2)}
+    apart = fn(load_mjcf(xml(0.2), dtype=jnp.float64))
+    assert int(one.overflow) == int(apart.overflow) + 1

@@ -453,3 +453,46 @@ def test_urdf_balance_inertia(pkg_tree):
     np.testing.assert_allclose(np.sort(floating.body_inertia[base]), [0.015, 0.015, 0.03], rtol=1e-9)
     np.testing.assert_allclose(floating.body_inertia[arm], 0.01, rtol=1e-9)
     assert load_urdf(urdf, balance_inertia=True, floating_base=True).nq == 8
+
+
+# ------------------------------------------------------------ hull vertex cap
+
+def _sphere_mesh_xml(n: int, maxhullvert: str = "") -> str:
+    rng = np.random.default_rng(3)
+    pts = rng.standard_normal((n, 3))
+    pts = 0.1 * pts / np.linalg.norm(pts, axis=1, keepdims=True)
+    return f"""<mujoco><asset><mesh name="ball" {maxhullvert} vertex="{' '.join(map(str, pts.ravel()))}"/></asset>
+    <worldbody><body><freejoint/><geom name="hull" type="mesh" mesh="ball"/></body></worldbody></mujoco>"""
+
+
+def _graph_vertices(mm, mesh: int = 0) -> np.ndarray:
+    """MuJoCo's own hull vertices (``mesh_graph``) in the mesh frame."""
+    adr, vadr = mm.mesh_graphadr[mesh], mm.mesh_vertadr[mesh]
+    n = mm.mesh_graph[adr]
+    return mm.mesh_vert[vadr + mm.mesh_graph[adr + 2 + n:adr + 2 + 2 * n]]
+
+
+@pytest.mark.parametrize("cap", [None, 12])
+def test_max_hull_vertices_gives_mujocos_hull(cap):
+    """``max_hull_vertices`` is MuJoCo's ``maxhullvert``: the hull keeps at most that many
+    vertices, the same ones as MuJoCo's hull, closed and convex; a file's own
+    ``maxhullvert`` is honoured without the option."""
+    xml = _sphere_mesh_xml(300)
+    model = load_mjcf(xml, dtype=jnp.float64, max_hull_vertices=cap)
+    own = load_mjcf(_sphere_mesh_xml(300, 'maxhullvert="12"'), dtype=jnp.float64)
+    spec = mujoco.MjSpec.from_string(xml)
+    mjcf_mod.limit_hull_vertices(spec, cap)
+    mm = spec.compile()
+    for m in (model, own) if cap else (model,):
+        _, v, f = _polyhedron(m, "hull")
+        _assert_closed_outward_convex(v, f)
+        ref = _graph_vertices(mm)
+        assert len(v) == len(ref) == (cap or 300)  # points on a sphere: all are hull vertices
+        d = np.linalg.norm(v[:, None] - ref[None], axis=-1)
+        assert np.all(d.min(1) < 1e-6) and np.all(d.min(0) < 1e-6)
+
+
+@pytest.mark.parametrize("bad", [3, 2.5, True, "16"])
+def test_bad_max_hull_vertices_is_refused(bad):
+    with pytest.raises(ModelError, match="max_hull_vertices"):
+        load_mjcf(_sphere_mesh_xml(20), max_hull_vertices=bad)

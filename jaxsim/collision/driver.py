@@ -3,7 +3,9 @@
 Pairs are grouped by kind (pair table in ``pairs.py``); each group runs one vmapped
 narrow-phase function and writes its fixed block of contact slots, so the buffer has a
 static size and every slot keeps its pair from step to step. A bounding-sphere test
-masks pairs that cannot touch (it does not skip their computation: shapes are static).
+masks pairs that cannot touch; it does not skip their computation (shapes are
+static), unless ``opt.narrow_pairs`` caps how many pairs of a kind run the narrow
+phase: then the nearest ones by bounding sphere are picked each step (``_broad_phase``).
 """
 
 from __future__ import annotations
@@ -39,22 +41,30 @@ def contact_frame(normal: Array) -> Array:
     return jnp.stack([normal, t1, t2], -2)
 
 
-def _mesh_inputs(model: Model, geoms: np.ndarray):
+def _take(table, geoms):
+    """``table[geoms]`` of a static per-geom table: numpy for static ids, jnp for ids
+    picked at run time (``narrow_pairs``)."""
+    table = np.asarray(table)
+    return table[geoms] if isinstance(geoms, np.ndarray) else jnp.asarray(table)[geoms]
+
+
+def _mesh_inputs(model: Model, geoms):
     topo = model.topo
-    mids = np.asarray(topo.geom_mesh)[geoms]
-    nv, nf, ne = (np.asarray(c)[mids] for c in (topo.mesh_nvert, topo.mesh_nface, topo.mesh_nedge))
-    na = np.asarray(topo.mesh_naxis)[mids]
+    mids = _take(topo.geom_mesh, geoms)
+    nv, nf, ne, na = (_take(c, mids) for c in (topo.mesh_nvert, topo.mesh_nface, topo.mesh_nedge,
+                                                topo.mesh_naxis))
     mask = lambda counts, size: jnp.asarray(np.arange(size)[None] < counts[:, None])  # noqa: E731
-    naxis = int(na.max())
+    # static: the largest axis count among these meshes (among all meshes for run-time ids)
+    naxis = int(na.max()) if isinstance(geoms, np.ndarray) else int(np.max(topo.mesh_naxis))
     return (model.mesh_vert[mids], model.mesh_face[mids], model.mesh_edge[mids],
             mask(nv, model.mesh_vert.shape[1]), mask(nf, model.mesh_face.shape[1]),
             mask(ne, model.mesh_edge.shape[1]), naxis, mask(na, naxis))
 
 
-def _polytopes(model: Model, kin: Kinematics, geoms: np.ndarray):
-    """Batched world polytopes of box or convex geoms (all of one type)."""
+def _polytopes(model: Model, kin: Kinematics, geoms, gtype: GeomType):
+    """Batched world polytopes of box or convex geoms (all of type ``gtype``)."""
     pos, rot = kin.geom_pos_w[geoms], kin.geom_rot_w[geoms]
-    if model.topo.geom_type[geoms[0]] == G.BOX:
+    if gtype == G.BOX:
         return jax.vmap(convex.box_polytope)(pos, rot, model.geom_size[geoms])
     *arrays, naxis, axis_mask = _mesh_inputs(model, geoms)
     place = lambda *x: convex.mesh_polytope(*x[:-1], naxis=naxis, axis_mask=x[-1])  # noqa: E731
@@ -85,13 +95,13 @@ def _regions(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.ndarray
     """Polygon corners or volumes of polyhedral pairs (``regions.py``): (slots, Polyhedron
     or None)."""
     polygon = model.topo.pair_geometry == "polygon"
-    b, v = _polytopes(model, kin, g2), jax.vmap
+    b, v = _polytopes(model, kin, g2, kind[1]), jax.vmap
     if kind[0] == G.PLANE:
         p1, r1 = kin.geom_pos_w[g1], kin.geom_rot_w[g1]
         if polygon:
             return v(regions.plane_polygon, (0, 0, 0, None, 0))(p1, r1, b, nslot, margin), None
         return v(regions.plane_volume)(p1, r1, b, margin)
-    a = _polytopes(model, kin, g1)
+    a = _polytopes(model, kin, g1, kind[0])
     if polygon:
         return v(regions.polytope_polygon, (0, 0, None, 0))(a, b, nslot, margin), None
     return v(regions.polytope_volume)(a, b, margin)
@@ -123,7 +133,7 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
     if kind == (G.PLANE, G.CAPSULE):
         return v(primitives.plane_capsule)(p1, r1, p2, r2, s2[:, 0], s2[:, 1])
     if kind in ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX)):
-        poly = _polytopes(model, kin, g2)
+        poly = _polytopes(model, kin, g2, kind[1])
         return v(primitives.plane_vertices, (0, 0, 0, 0, None, 0))(p1, r1, poly.vert, poly.vert_mask,
                                                                    nslot, margin)
     if kind == (G.SPHERE, G.SPHERE):
@@ -137,11 +147,11 @@ def _narrow_phase_exact(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2:
     if kind == (G.CAPSULE, G.BOX):
         return v(box_primitives.capsule_box)(p1, r1, s1[:, 0], s1[:, 1], p2, r2, s2, margin)
     if kind in ((G.SPHERE, G.CONVEX), (G.CAPSULE, G.CONVEX)):
-        poly, face = _polytopes(model, kin, g2), model.mesh_face[np.asarray(model.topo.geom_mesh)[g2]]
+        poly, face = _polytopes(model, kin, g2, kind[1]), model.mesh_face[_take(model.topo.geom_mesh, g2)]
         if kind[0] == G.SPHERE:
             return v(convex.sphere_convex)(p1, s1[:, 0], poly, face, margin)
         return v(convex.capsule_convex)(p1, r1, s1[:, 0], s1[:, 1], poly, face, margin)
-    a, b = _polytopes(model, kin, g1), _polytopes(model, kin, g2)
+    a, b = _polytopes(model, kin, g1, kind[0]), _polytopes(model, kin, g2, kind[1])
     edges = model.opt.edge_contacts
     return v(lambda a, b, m: convex.polytope_contacts(a, b, nslot, m, edges))(a, b, margin)
 
@@ -160,7 +170,7 @@ def _hfield_pairs(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
         nrow, ncol = topo.hfield_nrow[h], topo.hfield_ncol[h]
         heights = model.hfield_data[h, :nrow * ncol].reshape(nrow, ncol)
         w = max(window[(int(x), int(y))] for x, y in zip(a, b))
-        poly = _polytopes(model, kin, a) if polyhedral else None
+        poly = _polytopes(model, kin, a, kind[0]) if polyhedral else None
         one = functools.partial(hfield.hfield_contacts, kind[0].name.lower(), heights=heights,
                                 size=model.hfield_size[h], window=w, nslot=nslot)
         outs.append(jax.vmap(lambda ph, rh, m, pg, rg, gs, poly: one(pos_h=ph, rot_h=rh, margin=m, pos_g=pg, rot_g=rg,
@@ -170,6 +180,29 @@ def _hfield_pairs(model: Model, kin: Kinematics, kind, g1: np.ndarray, g2: np.nd
         order.append(sel)
     back = np.argsort(np.concatenate(order))
     return tuple(jnp.concatenate(x)[back] for x in zip(*outs))
+
+
+def _broad_phase(model: Model, kin: Kinematics, grp, live: np.ndarray, bound: Array, pair_margin):
+    """The pairs of a group that reach the narrow phase: (rows in the group, geom1,
+    geom2, pairs left out whose bounding spheres touch). Every live pair, static,
+    unless ``opt.narrow_pairs`` caps the group: then the ``narrow_pairs`` pairs of
+    smallest bounding-sphere gap (for a plane: the sphere's height above it), picked at
+    run time (a fixed count, so shapes stay static). Height fields are never capped
+    (their pairs are batched per field)."""
+    g1, g2 = grp.geom1[live], grp.geom2[live]
+    cap = model.opt.narrow_pairs
+    if not 0 < cap < live.size or grp.kind in HFIELD_KINDS:
+        return live, g1, g2, 0
+    if grp.kind[0] == G.PLANE:  # the plane's infinite bound: height of geom2's sphere above it
+        up = kin.geom_rot_w[g1][:, :, 2]
+        gap = jnp.sum(up * (kin.geom_pos_w[g2] - kin.geom_pos_w[g1]), -1) - bound[g2] - pair_margin(g1, g2)
+    else:
+        gap = (math.safe_norm(kin.geom_pos_w[g1] - kin.geom_pos_w[g2]) - bound[g1] - bound[g2]
+               - pair_margin(g1, g2))
+    pick = jax.lax.top_k(-gap, cap)[1]
+    skipped = jnp.sum(gap <= 0) - jnp.sum(gap[pick] <= 0)
+    return (jnp.asarray(live)[pick], jnp.asarray(g1)[pick], jnp.asarray(g2)[pick],
+            skipped.astype(jnp.int32))
 
 
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
@@ -205,17 +238,17 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
         depth, feature, overflow = jnp.zeros((npair, nslot), dtype), jnp.zeros((npair, nslot), jnp.int32), 0
         poly = None
         if live.size:
-            g1, g2 = grp.geom1[live], grp.geom2[live]
+            rows, g1, g2, skipped = _broad_phase(model, kin, grp, live, bound, pair_margin)
             reach = pair_margin(g1, g2)
             (d, p, n, f, ok, ncand), part_poly = _narrow_phase(model, kin, grp.kind, g1, g2, nslot, reach)
             near = (math.safe_norm(kin.geom_pos_w[g1] - kin.geom_pos_w[g2])
                     <= bound[g1] + bound[g2] + reach)
-            put = lambda full, part: full.at[live].set(part.astype(full.dtype))  # noqa: E731
+            put = lambda full, part: full.at[rows].set(part.astype(full.dtype))  # noqa: E731
             valid, pos, normal = put(valid, ok & near[:, None]), put(pos, p), put(normal, n)
             depth, feature = put(depth, d), put(feature, f)
-            overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - nslot, 0), 0))
+            overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - nslot, 0), 0)) + skipped
             if part_poly is not None:  # one volume slot per pair
-                poly = jax.tree.map(lambda x: jnp.zeros((npair,) + x.shape[1:], x.dtype).at[live].set(x), part_poly)
+                poly = jax.tree.map(lambda x: jnp.zeros((npair,) + x.shape[1:], x.dtype).at[rows].set(x), part_poly)
         polyhedra.append((npair * nslot, poly))
         parts.append((valid.reshape(-1), pos.reshape(-1, 3), normal.reshape(-1, 3),
                       depth.reshape(-1), ids(grp.geom1), ids(grp.geom2),

@@ -47,59 +47,86 @@ def _mujoco():
     return mujoco
 
 
-def _compile(source: str):
+def _compile(source: str, max_hull_vertices: int | None = None):
     mujoco = _mujoco()
     source = os.fspath(source)
     text = source.lstrip()
+    if not text.startswith("<") and not os.path.exists(source):
+        raise ModelError(f"model file not found: {source}")
     try:
-        if text.startswith("<"):
-            return mujoco.MjModel.from_xml_string(source)
-        if not os.path.exists(source):
-            raise ModelError(f"model file not found: {source}")
-        return mujoco.MjModel.from_xml_path(source)
+        if max_hull_vertices is None:
+            if text.startswith("<"):
+                return mujoco.MjModel.from_xml_string(source)
+            return mujoco.MjModel.from_xml_path(source)
+        spec = mujoco.MjSpec.from_string(source) if text.startswith("<") else mujoco.MjSpec.from_file(source)
+        limit_hull_vertices(spec, max_hull_vertices)
+        return spec.compile()
     except ValueError as e:
         if isinstance(e, ModelError):
             raise
         raise ModelError(f"MuJoCo could not compile {source[:80]!r}: {e}") from None
 
 
-def load_mjcf(source: str, dtype=jnp.float32, **options) -> Model:
+def limit_hull_vertices(spec, max_hull_vertices: int | None) -> None:
+    """Cap the convex hull of every mesh of an ``MjSpec`` at ``max_hull_vertices``
+    vertices (MuJoCo's ``maxhullvert``; a mesh's own smaller cap stays). MuJoCo then
+    builds the reduced hull itself, so MuJoCo and jaxsim collide the same shapes.
+
+    Why: a hull-hull pair costs O(V1 V2) (the separating axes of every edge pair), and
+    meshes of robot files give hulls of thousands of vertices: gymnasium-robotics'
+    Fetch, with 84 hull-hull pairs of up to 2,024 vertices, asks XLA for terabytes.
+    """
+    if max_hull_vertices is None:
+        return
+    if isinstance(max_hull_vertices, bool) or not isinstance(max_hull_vertices, (int, np.integer)) \
+            or max_hull_vertices < 4:
+        raise ModelError(f"max_hull_vertices must be an integer >= 4 (a hull needs 4 vertices), "
+                         f"got {max_hull_vertices!r}")
+    for mesh in spec.meshes:
+        if mesh.maxhullvert < 0 or mesh.maxhullvert > max_hull_vertices:
+            mesh.maxhullvert = int(max_hull_vertices)
+
+
+def load_mjcf(source: str, dtype=jnp.float32, max_hull_vertices: int | None = None, **options) -> Model:
     """Load an MJCF file path or XML string into a Model.
 
     Args:
       source: path to an ``.xml`` file, or the XML text itself.
       dtype: float dtype of the Model's arrays.
+      max_hull_vertices: cap every mesh's convex hull at this many vertices (MuJoCo's
+        ``maxhullvert``, :func:`limit_hull_vertices`); None keeps the file's hulls.
       **options: ModelBuilder options overriding the file's (``timestep``,
         ``integrator``, ``forward_dynamics``, ...).
     """
-    return from_mjmodel(_compile(source), dtype=dtype, **options)
+    return from_mjmodel(_compile(source, max_hull_vertices), dtype=dtype, **options)
 
 
 def load_urdf(path: str, dtype=jnp.float32, package_dirs=(), balance_inertia: bool = False,
-              floating_base: bool = False, self_collision: bool = True, **options) -> Model:
+              floating_base: bool = False, self_collision: bool = True, max_hull_vertices: int | None = None,
+              **options) -> Model:
     """Load a URDF file (through MuJoCo's URDF importer) into a Model.
 
     Args:
       path: the ``.urdf`` file.
       dtype: float dtype of the Model's arrays.
-      package_dirs, balance_inertia, floating_base, self_collision: as for
-        ``urdf_spec``.
+      package_dirs, balance_inertia, floating_base, self_collision, max_hull_vertices:
+        as for ``urdf_spec``.
       **options: ModelBuilder options, as for ``load_mjcf``.
     """
-    return from_mjmodel(compile_urdf(path, package_dirs, balance_inertia, floating_base, self_collision),
-                        dtype=dtype, **options)
+    return from_mjmodel(compile_urdf(path, package_dirs, balance_inertia, floating_base, self_collision,
+                                     max_hull_vertices), dtype=dtype, **options)
 
 
 def compile_urdf(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False,
-                 self_collision: bool = True):
+                 self_collision: bool = True, max_hull_vertices: int | None = None):
     """MuJoCo's ``MjModel`` of a URDF file, its ``package://`` URIs resolved
     (arguments as for ``urdf_spec``)."""
-    return _compile_spec(urdf_spec(path, package_dirs, balance_inertia, floating_base, self_collision), path,
-                         balance_inertia)
+    return _compile_spec(urdf_spec(path, package_dirs, balance_inertia, floating_base, self_collision,
+                                   max_hull_vertices), path, balance_inertia)
 
 
 def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floating_base: bool = False,
-              self_collision: bool = True):
+              self_collision: bool = True, max_hull_vertices: int | None = None):
     """MuJoCo's ``MjSpec`` of a URDF file, its ``package://`` URIs resolved.
 
     Args:
@@ -117,6 +144,7 @@ def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floatin
         meshes become convex hulls of hundreds of vertices and MuJoCo lets every
         non-adjacent link pair collide: Go2 has 143 such hull pairs, whose
         collision does not fit in memory.
+      max_hull_vertices: as for ``load_mjcf``.
     """
     mujoco = _mujoco()
     text = resolve_urdf(path, package_dirs, balance_inertia)
@@ -133,6 +161,7 @@ def urdf_spec(path: str, package_dirs=(), balance_inertia: bool = False, floatin
     if not self_collision:
         for geom in spec.geoms:
             geom.conaffinity = 0
+    limit_hull_vertices(spec, max_hull_vertices)
     return spec
 
 
@@ -264,9 +293,16 @@ def convex_hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mesh_hull(m, mesh_id: int):
-    """Convex hull of a mesh's vertices (in the geom frame)."""
+    """Convex hull of a mesh (in the geom frame): of the vertices of MuJoCo's own hull
+    (``mesh_graph``, which honours ``maxhullvert``), or of all its vertices when
+    MuJoCo built none."""
     vadr, nvert = m.mesh_vertadr[mesh_id], m.mesh_vertnum[mesh_id]
-    return convex_hull(np.asarray(m.mesh_vert[vadr:vadr + nvert], dtype=np.float64))
+    points = np.asarray(m.mesh_vert[vadr:vadr + nvert], dtype=np.float64)
+    gadr = int(m.mesh_graphadr[mesh_id])
+    if gadr >= 0:  # graph: numvert, numface, vert_edgeadr[numvert], vert_globalid[numvert], ...
+        nhull = int(m.mesh_graph[gadr])
+        points = points[np.asarray(m.mesh_graph[gadr + 2 + nhull:gadr + 2 + 2 * nhull])]
+    return convex_hull(points)
 
 
 def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
