@@ -432,3 +432,12 @@ def test_narrow_pairs_keeps_the_nearest_pairs():
     assert pairs(one) == {(0, 5), (1, 2)}
     apart = fn(load_mjcf(xml(0.2), dtype=jnp.float64))
     assert int(one.overflow) == int(apart.overflow) + 1
+
+    def total_depth(m, q):  # through the run-time pair pick: the same gradient
+        c = collide(m, jaxsim.forward_kinematics(m, q))
+        return jnp.sum(jnp.where(c.active, c.depth, 0.0))
+
+    full_m, capped_m = (load_mjcf(xml(0.099), dtype=jnp.float64, narrow_pairs=k) for k in (0, 2))
+    grads = [jax.jit(jax.grad(total_depth, 1))(m, m.qpos0) for m in (full_m, capped_m)]
+    assert float(jnp.abs(grads[0]).max()) > 1.0
+    np.testing.assert_array_equal(np.asarray(grads[1]), np.asarray(grads[0]))
