@@ -88,6 +88,8 @@ def test_bad_model_files_get_one_line_errors(tmp_path):
     (["--batch", "0"], "--batch must be at least 1"),
     (["--out", "/nonexistent/dir/x.html"], "does not exist"),
     (["--floating-base"], "apply to URDF files only"),
+    (["--max-hull-vertices", "3"], "max_hull_vertices must be an integer >= 4"),
+    (["--narrow-pairs", "-1"], "narrow_pairs must be >= 0"),
 ])
 def test_bad_options_exit_2(args, message, tmp_path, capsys):
     model = tmp_path / "box.xml"
