@@ -1,11 +1,38 @@
-"""Shared fixtures: float64 everywhere (reference tests need it), model file lists."""
+"""Shared fixtures: float64 everywhere (reference tests need it), model file lists, and
+compiled code released before a worker runs out of memory mappings."""
 
+import gc
 import os
 
 import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+# Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves
+# its compiled programs in JAX's caches, about 1,600 mappings for a rollout gradient,
+# and one compile can need 14,000 more while it runs; an xdist worker that has run a
+# few hundred tests then aborts inside XLA ("Fatal Python error: Aborted", no other
+# message), as two fresh-clone CI runs did in test_volume_model's gradient test. Past
+# this count the caches are cleared after the test (a later test recompiles what it
+# shares with earlier ones, which is rare).
+MAPPINGS_BEFORE_CLEARING = 25_000
+
+
+def _mappings() -> int:
+    try:
+        with open(f"/proc/{os.getpid()}/maps") as f:
+            return sum(1 for _ in f)
+    except OSError:  # not Linux: no such cap to watch
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_code():
+    yield
+    if _mappings() > MAPPINGS_BEFORE_CLEARING:
+        jax.clear_caches()
+        gc.collect()
 
 
 def gymnasium_dir():
