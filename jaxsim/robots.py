@@ -54,7 +54,7 @@ def go2_standing(timestep: float = 0.01, *, kp: float = 60.0, kv: float = 3.0, t
     ``experiments/go2_stand.py`` to the last digit) in two thirds of the time; 16 is
     too few (the robot on the plane slides). The hulls (up to 563 vertices) are capped
     at ``max_hull_vertices`` (None: as the meshes give them): at 64 the 10 s stand
-    takes 12 s with compile instead of 39 s, with the same figures within 0.7 mm of
+    takes 12-15 s with compile instead of 39 s, with the same figures within 0.7 mm of
     base height and 0.6 mm of creep (README, "Loading models").
 
     Returns:
@@ -101,11 +101,11 @@ def fetch(task: str = "pick_and_place", *, max_hull_vertices: int = 16, narrow_p
           max_contacts: int = 16, settle_steps: int = 200, dtype=jnp.float32, **options):
     """gymnasium-robotics' Fetch ``task`` scene after the environment's own reset.
 
-    The reset is gymnasium's (``fetch_env._env_setup``, with each task's start from
-    ``FETCH_TASKS``), run in MuJoCo: the base and the object at their initial positions, the mocap weld's relative pose made the
-    identity, the mocap body moved to the gripper's start target (turned
-    ``(1, 0, 1, 0)``), then ``settle_steps`` MuJoCo steps (gymnasium: 10 x 20) while
-    the weld pulls the arm there. jaxsim's mocap body is static, so the target is
+    The reset is gymnasium's (``fetch_env._env_setup``, each task's start from
+    ``FETCH_TASKS``), run in MuJoCo: the base and the object at their initial
+    positions, the mocap weld's relative pose made the identity, the mocap body moved
+    to the gripper's start target (turned ``(1, 0, 1, 0)``), then ``settle_steps``
+    MuJoCo steps (gymnasium: 10 x 20) while the weld pulls the arm there. jaxsim's mocap body is static, so the target is
     written into the file as the mocap's pose; MuJoCo then sees the same model.
 
     Fetch's meshes give hulls of up to 2,024 vertices and 84 hull-hull pairs; capped
