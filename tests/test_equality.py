@@ -1,10 +1,11 @@
-"""Equality constraints, friction loss and ball-joint limits against MuJoCo.
+"""Equality constraints, friction loss, ball-joint and tendon limits against MuJoCo.
 
 One scene holds them all (one compile): a double pendulum whose tip is connected to a
 free box, a sphere welded to that box, two slides coupled by a quadratic joint
-equality, two vertical hinges with friction loss driven below and above it, and a
-ball-joint pendulum thrown against its cone limit. MuJoCo runs the same MJCF with
-near-hard constraint parameters; jaxsim runs 5 s in one ``rollout``.
+equality, two vertical hinges with friction loss driven below and above it, a
+ball-joint pendulum thrown against its cone limit and a damped double pendulum falling
+against a fixed tendon's limit. MuJoCo runs the same MJCF with near-hard constraint
+parameters; jaxsim runs 5 s in one ``rollout``.
 """
 
 import jax
@@ -26,7 +27,8 @@ SCENE = f"""
   <option timestep="{DT}"/>
   <default><equality {HARD}/><geom contype="0" conaffinity="0"/>
     <joint solreflimit="0.001 1" solimplimit="0.9999 0.9999 0.001" solreffriction="0.001 1"
-           solimpfriction="0.9999 0.9999 0.001"/></default>
+           solimpfriction="0.9999 0.9999 0.001"/>
+    <tendon solreflimit="0.001 1" solimplimit="0.9999 0.9999 0.001"/></default>
   <worldbody>
     <body name="l1" pos="0 0 1.5">
       <joint name="h1" axis="0 1 0"/>
@@ -44,7 +46,13 @@ SCENE = f"""
     <body name="g" pos="1 1 1"><joint name="slips" axis="0 0 1" frictionloss="1"/><geom type="box" size="0.2 0.05 0.05"/></body>
     <body name="p" pos="-1 0 1"><joint name="cone" type="ball" range="0 20"/>
       <geom type="capsule" size="0.03" fromto="0 0 0 0 0 -0.3"/></body>
+    <body name="u" pos="2 0 1" euler="0 45 0"><joint name="u1" axis="0 1 0" damping="0.3"/>
+      <geom type="capsule" size="0.03" fromto="0 0 0 0 0 -0.3"/>
+      <body name="u2" pos="0 0 -0.3"><joint name="u2" axis="0 1 0" damping="0.3"/>
+        <geom type="capsule" size="0.03" fromto="0 0 0 0 0 -0.3"/></body></body>
   </worldbody>
+  <tendon><fixed name="coupled" limited="true" range="-0.5 0.5">
+    <joint joint="u1" coef="1"/><joint joint="u2" coef="0.5"/></fixed></tendon>
   <actuator><motor joint="stuck"/><motor joint="slips"/></actuator>
   <equality>
     <connect body1="box" body2="l2" anchor="0 0 0.05"/>
@@ -153,6 +161,33 @@ def test_trajectory_matches_mujoco(runs):
     limit = np.deg2rad(20)  # MJCF angles are in degrees
     print(f"ball joint: largest angle {angle.max():.4f} rad (limit {limit:.4f})")
     assert limit - 0.01 < angle.max() < limit + 2e-3
+
+
+def test_tendon_limit_holds_and_matches_mujoco(runs):
+    """A damped double pendulum falls against a fixed tendon's lower limit (u1 + 0.5 u2
+    >= -0.5): the length never passes it, the pendulum comes to rest at the potential
+    energy's minimum on the limit (found by a 1-D search over MuJoCo's kinematics), and
+    the joints follow MuJoCo's (near-hard tendon limit) over 1 s."""
+    from scipy.optimize import minimize_scalar
+
+    model, q, q_mj, mm = runs
+    u, links = mm.jnt_qposadr[9], [mm.body("u").id, mm.body("u2").id]
+    md = mujoco.MjData(mm)
+
+    def height_of_mass(u1):  # kg m, on the limit u2 = 2 (-0.5 - u1)
+        md.qpos[u:u + 2] = u1, 2 * (-0.5 - u1)
+        mujoco.mj_kinematics(mm, md)
+        return float(mm.body_mass[links] @ md.xipos[links, 2])
+
+    u1 = minimize_scalar(height_of_mass, bounds=(-1.5, 0.5), method="bounded", options={"xatol": 1e-12}).x
+    rest = np.array([u1, 2 * (-0.5 - u1)])
+    length = q[:, u] + 0.5 * q[:, u + 1]
+    apart = np.abs(q[:COMPARED, u:u + 2] - q_mj[:, u:u + 2]).max()
+    print(f"tendon length over 5 s: min {length.min():.6f} (limit -0.5); rest {q[-1, u:u + 2]} vs the "
+          f"constrained minimum {rest}; joints apart from MuJoCo's over 1 s {apart:.1e} rad")
+    assert length.min() > -0.5 - 1e-4
+    np.testing.assert_allclose(q[-1, u:u + 2], rest, atol=1e-5)
+    assert apart < 2e-2  # MuJoCo's limit is soft (2 ms time constant): the impacts differ slightly
 
 
 def _one_free_body() -> ModelBuilder:
