@@ -21,6 +21,7 @@ import numpy as np
 from jaxsim import parallel, scenes
 from jaxsim.step import make_state, rollout, step
 from jaxsim.builder import ModelError
+from jaxsim.xla_flags import use_fast_cpu_compile
 
 SCENES = {
     "cube": "0.1 m, 0.5 kg cube turned -15 deg about x and y, dropped on its edge from 0.4 m",
@@ -410,6 +411,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    use_fast_cpu_compile()  # before this process's first JAX computation
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
         argv, extra = argv[:1], argv[1:]

@@ -1,5 +1,6 @@
-"""Shared fixtures: float64 everywhere (reference tests need it), model file lists, and
-compiled code released before a worker runs out of memory mappings."""
+"""Shared fixtures: float64 everywhere (reference tests need it), XLA's faster CPU
+compile (``jaxsim.xla_flags``), model file lists, and compiled code released before a
+worker runs out of memory mappings."""
 
 import gc
 import os
@@ -7,6 +8,9 @@ import os
 import jax
 import pytest
 
+from jaxsim.xla_flags import use_fast_cpu_compile
+
+use_fast_cpu_compile()  # before any test starts JAX's backend: XLA's compiles are most of the suite's time
 jax.config.update("jax_enable_x64", True)
 
 # Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves

@@ -70,6 +70,20 @@ def one_line_error(r):
     return lines[0]
 
 
+def test_fast_cpu_compile_flag_is_added_once_and_never_overrides():
+    """The CLI's (and the suite's) XLA option: appended to XLA_FLAGS once, and not when
+    XLA_FLAGS already sets it either way; the suite's own process has it."""
+    from jaxsim.xla_flags import FAST_CPU_COMPILE, use_fast_cpu_compile
+
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}
+    assert use_fast_cpu_compile(env) == list(FAST_CPU_COMPILE)
+    assert env["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=3", *FAST_CPU_COMPILE]
+    assert use_fast_cpu_compile(env) == []
+    mine = {"XLA_FLAGS": FAST_CPU_COMPILE[0].replace("false", "true")}
+    assert use_fast_cpu_compile(mine) == [] and mine["XLA_FLAGS"].endswith("true")
+    assert FAST_CPU_COMPILE[0] in os.environ["XLA_FLAGS"].split()
+
+
 def test_bad_model_files_get_one_line_errors(tmp_path):
     assert "model file not found" in one_line_error(run_cli("simulate", str(tmp_path / "missing.xml")))
     gravcomp = tmp_path / "gravcomp.xml"

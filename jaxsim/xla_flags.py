@@ -1,0 +1,52 @@
+"""XLA options under which jaxsim's programs compile faster on the CPU.
+
+XLA's CPU backend emits fused loops through its newer MLIR "fusion emitters" by
+default. A jaxsim step is thousands of small element-wise fusions, and on it the
+classic emitter (``--xla_cpu_use_fusion_emitters=false``) compiles 20-45 % faster and
+runs as fast or slightly faster (2-core CPU, float64: a 100-step cube rollout gradient
+compiles in 10.6 s instead of 15.6 s, one cube step in 1.9 s instead of 3.5 s; a
+humanoid rollout 4.5 s instead of 5.5 s). Results are the same to the last digit
+printed. GPUs ignore the option.
+
+XLA reads ``XLA_FLAGS`` once, when JAX starts its first backend, so
+``use_fast_cpu_compile()`` only takes effect if it runs before the first JAX
+computation: the command line, the test suite and the benchmarks call it first thing.
+In a notebook or script of your own, call it right after ``import jaxsim``.
+"""
+
+from __future__ import annotations
+
+import glob
+import mmap
+import os
+
+FAST_CPU_COMPILE = ("--xla_cpu_use_fusion_emitters=false",)
+
+
+def _xla_knows(flag: str) -> bool:
+    """Whether the installed jaxlib's XLA defines ``flag``: an unknown flag in
+    ``XLA_FLAGS`` aborts the process, and older jaxlibs lack this one."""
+    import jaxlib
+
+    name = flag.lstrip("-").split("=")[0].encode()
+    libs = glob.glob(os.path.join(os.path.dirname(jaxlib.__file__), "*.so"))
+    for path in sorted(libs, key=os.path.getsize, reverse=True):  # XLA lives in the largest
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as lib:
+            if lib.find(name) >= 0:
+                return True
+    return False
+
+
+def use_fast_cpu_compile(environ=os.environ) -> list[str]:
+    """Append ``FAST_CPU_COMPILE`` to ``environ["XLA_FLAGS"]``, skipping each flag that
+    ``XLA_FLAGS`` already sets (either way) or that this jaxlib does not know.
+
+    Returns:
+      The flags appended (empty when there was nothing to add).
+    """
+    current = environ.get("XLA_FLAGS", "")
+    named = {f.split("=")[0] for f in current.split()}
+    added = [f for f in FAST_CPU_COMPILE if f.split("=")[0] not in named and _xla_knows(f)]
+    if added:
+        environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
+    return added
