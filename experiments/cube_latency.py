@@ -22,8 +22,8 @@ import jax.numpy as jnp
 
 import jaxsim
 from bench_step import SCENES
-from benchutil import machine_info  # noqa: F401  (sets the benchmarks' XLA flag first)
 from jaxsim.io import load_mjcf
+from jaxsim.xla_flags import use_fast_cpu_compile
 
 STEPS = 10
 
@@ -45,6 +45,7 @@ def best_per_call(f, arg, calls: int, sync: bool) -> float:
 
 
 def main() -> None:
+    use_fast_cpu_compile()  # as the benchmarks
     model = load_mjcf(SCENES["cube"], dtype=jnp.float32)
     state = jaxsim.make_state(model)
     state = jax.jit(lambda s: jaxsim.rollout(model, s, jnp.zeros((500, 0)))[0])(state)  # settle 1 s
