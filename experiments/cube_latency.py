@@ -51,9 +51,10 @@ def main() -> None:
     state = jax.jit(lambda s: jaxsim.rollout(model, s, jnp.zeros((500, 0)))[0])(state)  # settle 1 s
     batch1 = jax.tree.map(lambda x: x[None], state)
     final = lambda s: jaxsim.rollout(model, s, jnp.zeros((STEPS, 0)))[0]  # noqa: E731
-    cases = [("scan, pipelined", lambda s: final(s).q, state, False),
-             ("vmap batch 1", jax.vmap(lambda s: final(s).q), batch1, False),
-             ("sync, q out", jax.vmap(lambda s: final(s).q), batch1, True),
+    final_q = lambda s: final(s).q  # noqa: E731
+    cases = [("scan, pipelined", final_q, state, False),
+             ("vmap batch 1", jax.vmap(final_q), batch1, False),
+             ("sync, q out", jax.vmap(final_q), batch1, True),
              ("sync, State out", jax.vmap(final), batch1, True)]
     print(f"cube, float32, {STEPS} steps a call, {len(jax.tree.leaves(state))} State leaves")
     for name, f, arg, sync in cases:

@@ -24,12 +24,17 @@ import os
 FAST_CPU_COMPILE = ("--xla_cpu_use_fusion_emitters=false",)
 
 
+def _flag_name(flag: str) -> str:
+    """``--xla_foo=value`` -> ``--xla_foo``."""
+    return flag.split("=")[0]
+
+
 def _xla_knows(flag: str) -> bool:
     """Whether the installed jaxlib's XLA defines ``flag``: an unknown flag in
     ``XLA_FLAGS`` aborts the process, and older jaxlibs lack this one."""
     import jaxlib
 
-    name = flag.lstrip("-").split("=")[0].encode()
+    name = _flag_name(flag).lstrip("-").encode()
     libs = glob.glob(os.path.join(os.path.dirname(jaxlib.__file__), "*.so"))
     for path in sorted(libs, key=os.path.getsize, reverse=True):  # XLA lives in the largest
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as lib:
@@ -46,8 +51,8 @@ def use_fast_cpu_compile(environ=os.environ) -> list[str]:
       The flags appended (empty when there was nothing to add).
     """
     current = environ.get("XLA_FLAGS", "")
-    named = {f.split("=")[0] for f in current.split()}
-    added = [f for f in FAST_CPU_COMPILE if f.split("=")[0] not in named and _xla_knows(f)]
+    named = {_flag_name(f) for f in current.split()}
+    added = [f for f in FAST_CPU_COMPILE if _flag_name(f) not in named and _xla_knows(f)]
     if added:
         environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
     return added
