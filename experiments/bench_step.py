@@ -5,7 +5,11 @@ batch of environments by N steps (``--steps``, default 10) with ``jax.lax.scan``
 and reports physics steps per second (batch * N * calls / seconds):
 
   * jaxsim -- ``vmap(scan(jaxsim.step(model, state)))`` on a batch of States; the
-              call returns the final States
+              call returns the final States. On a CPU the batch is stepped in chunks
+              of ``jaxsim.parallel.default_chunk(model)`` envs (``--chunk``; none for
+              the cube, 16 for ant and humanoid, 4 for boxes8), as
+              ``jaxsim simulate --batch`` does; ``--also-unchunked`` times one vmap
+              over the whole batch as well (column "one vmap")
   * MJX    -- ``vmap(scan(mjx.step(mx, d)))`` on a batch of ``mjx.Data`` from
               ``mjx.put_model(mm)`` with the Newton solver (MJX rejects PGS, the
               default and humanoid.xml's choice); returns the final Data
@@ -181,11 +185,19 @@ def mjx_plain(mode: str, batch: int) -> bool:
     return mode == "plain" or (mode == "auto" and batch > 1)
 
 
-def jaxsim_steps(model, steps: int):
-    """Batched States -> batched States after ``steps`` steps (ctrl = the states' ctrl)."""
+def jaxsim_steps(model, steps: int, chunk: int | None = None, mesh=None):
+    """Batched States -> batched States after ``steps`` steps (ctrl = the states' ctrl),
+    ``chunk`` envs at a time per device of ``mesh`` (``jaxsim.parallel.chunked_vmap``;
+    None: one vmap)."""
     def one(s):
         return jax.lax.scan(lambda s, _: (jaxsim.step(model, s), None), s, None, length=steps)[0]
-    return jax.vmap(one)
+    return parallel.chunked_vmap(one, 0, chunk, mesh)
+
+
+def chunk_of(model, option: str) -> int | None:
+    """``--chunk``: "auto" is ``parallel.default_chunk(model)``, a number that many envs
+    (0: one vmap over the batch)."""
+    return parallel.default_chunk(model) if option == "auto" else (int(option) or None)
 
 
 def mjx_steps(mx, steps: int):
@@ -336,7 +348,7 @@ def _fmt(x, spec: str, width: int) -> str:
 def print_table(rows: list[dict]) -> None:
     head = (f"{'scene':9s} {'batch':>6s} {'jaxsim steps/s':>15s} {'MJX steps/s':>12s} "
             f"{'jaxsim/MJX':>11s} {'C steps/s':>10s} {'compile s (jx/mjx)':>19s} "
-            f"{'active/env':>11s}")
+            f"{'active/env':>11s} {'chunk':>6s} {'one vmap':>9s}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -345,7 +357,8 @@ def print_table(rows: list[dict]) -> None:
         print(f"{r['scene']:9s} {r['batch']:6d} {j['steps_per_s']:15.4g} "
               f"{_fmt(m.get('steps_per_s'), '.4g', 12)} {_fmt(r['jaxsim_over_mjx'], '.3f', 11)} "
               f"{_fmt(c.get('steps_per_s'), '.4g', 10)} {comp:>19s} "
-              f"{j['active_per_env_mean']:11.2f}")
+              f"{j['active_per_env_mean']:11.2f} {_fmt(j.get('chunk'), 'd', 6)} "
+              f"{_fmt(r.get('jaxsim_unchunked_steps_per_s'), '.4g', 9)}")
 
 
 def _niter_str(n) -> str:
@@ -422,15 +435,23 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
         print(f"  !!! {mjx_reason}; timing jaxsim only", flush=True)
     notes[name]["mjx_reason"] = mjx_reason
 
-    js_f = jaxsim_steps(model, a.steps)
+    chunk = chunk_of(model, a.chunk)
+    notes[name]["chunk"] = chunk
+    print(f"  jaxsim steps {chunk or 'all'} envs at a time (--chunk {a.chunk})", flush=True)
     mx_f = mjx_steps(mx, a.steps) if mx is not None else None
     for batch in a.batches:
         q = random_states(mm, batch)
         row = {"scene": name, "batch": batch, "steps": a.steps}
         mesh = parallel.batch_mesh(batch)  # every local device that divides the batch
+        js_f = jaxsim_steps(model, a.steps, chunk, mesh)
         states = parallel.shard_batch(jaxsim_init(model, random_states(mm_js, batch)), mesh)
+        if a.also_unchunked and chunk and batch > chunk:  # the same call as one vmap, for comparison
+            u = bench(jaxsim_steps(model, a.steps, None, mesh), (states,), a.min_time)
+            row["jaxsim_unchunked_steps_per_s"] = batch * a.steps / u["sec_per_call"]
+            print(f"  {name:9s} batch {batch:5d} jaxsim, one vmap: {row['jaxsim_unchunked_steps_per_s']:11.4g} "
+                  f"steps/s (compile {u['compile_s']:.1f} s)", flush=True)
         r = bench(js_f, (states,), a.min_time)
-        r["devices"] = int(mesh.devices.size)
+        r["devices"], r["chunk"] = int(mesh.devices.size), chunk
         r["steps_per_s"] = batch * a.steps / r["sec_per_call"]
         end = jax.jit(js_f)(states)  # hits the cache of bench's compile
         active = np.asarray(jnp.sum(end.contact.active, axis=-1))
@@ -506,6 +527,11 @@ def main() -> None:
     p.add_argument("--mjx-cholesky", choices=("auto", "lapack", "plain"), default="auto",
                    help="MJX's Cholesky: auto = stock LAPACK at batch 1, jaxsim.linalg's "
                         "plain JAX at batch > 1 (module docstring)")
+    p.add_argument("--chunk", default="auto",
+                   help="envs jaxsim steps at a time (jaxsim.parallel.chunked_vmap): auto = "
+                        "parallel.default_chunk(model), 0 = one vmap over the batch")
+    p.add_argument("--also-unchunked", action="store_true",
+                   help="where jaxsim chunks the batch, also time it as one vmap")
     p.add_argument("--settle", type=float, default=1.0,
                    help="simulated seconds MuJoCo C runs each scene before its pose becomes the "
                         "initial state of every env (so the timed steps are in contact)")

@@ -199,8 +199,9 @@ def load_with_floor(path: str, dtype, urdf_options: dict | None = None, max_hull
 def _chunk_fn(model, show, stride: int, frames: int, mesh):
     """jitted ``(states, steps_left) -> (states, frames_of_shown_envs, per_step_stats)``
     advancing the batch ``frames * stride`` steps (fewer at the end: steps past
-    ``steps_left`` leave the states as they are); the states stay split over ``mesh``."""
-    vstep = jax.vmap(step, in_axes=(None, 0))
+    ``steps_left`` leave the states as they are); the states stay split over ``mesh``,
+    and each device steps its envs in chunks on a CPU (``parallel.default_chunk``)."""
+    vstep = parallel.chunked_vmap(step, (None, 0), parallel.default_chunk(model), mesh)
 
     def one(carry, _):
         states, left = carry

@@ -10,8 +10,12 @@ import subprocess
 import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
+import jaxsim
 from jaxsim import parallel
 
 SCRIPT = textwrap.dedent("""
@@ -60,6 +64,12 @@ SCRIPT = textwrap.dedent("""
     assert len(out.q.sharding.device_set) == 4
     assert same(one, out) if FAST_CPU_COMPILE[0] not in os.environ["XLA_FLAGS"] else gap_of(one, out) < 1e-12
 
+    # chunks (one env at a time per device, inside shard_map) change nothing either
+    chunked = jax.jit(parallel.chunked_vmap(lambda m, s: jaxsim.rollout(m, s, jnp.zeros((60, 0)))[0], (None, 0),
+                                            1, mesh))
+    out = chunked(parallel.replicate(model, mesh), parallel.shard_batch(states, mesh))
+    assert len(out.q.sharding.device_set) == 4 and gap_of(one, out) < 1e-12, gap_of(one, out)
+
     assert parallel.batch_mesh(6).devices.size == 3 and parallel.batch_mesh(7).devices.size == 1
     try:
         parallel.shard_batch(states, mesh := parallel.batch_mesh())
@@ -87,3 +97,32 @@ def test_bad_batches_are_refused():
         parallel.batch_mesh(4, devices=[])
     with pytest.raises(ValueError, match="leading .batch. axis"):
         parallel.shard_batch({"scalar": 1.0}, parallel.batch_mesh())
+
+
+def test_chunked_vmap_equals_vmap_and_default_chunk_follows_the_qp_size():
+    """Chunks of 3 over 8 envs (two chunks and a remainder of 2) give the plain vmap's
+    states; ``default_chunk`` is None off the CPU and for a 12-row QP, and shrinks as
+    the QP grows."""
+    b = jaxsim.ModelBuilder(timestep=2e-3)
+    b.add_geom("world", "plane", (5, 5, 0.1))
+    for i in range(4):
+        b.add_body(f"box{i}", pos=(0.3 * i, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
+        b.add_joint(f"box{i}", "free")
+        b.add_geom(f"box{i}", "box", (0.05, 0.05, 0.05))
+    model = b.build(jnp.float64)
+    v = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (8, model.nv))
+    states = jax.vmap(lambda v: jaxsim.make_state(model, v=v))(v)
+    roll = lambda s: jaxsim.rollout(model, s, jnp.zeros((20, 0)))[0]  # noqa: E731
+    ref = jax.jit(jax.vmap(roll))(states)
+    out = jax.jit(parallel.chunked_vmap(roll, 0, 3))(states)
+    assert float(jnp.max(ref.contact.active.sum(-1))) > 0
+    for x, y in zip(jax.tree.leaves(ref), jax.tree.leaves(out)):
+        np.testing.assert_allclose(np.asarray(x, float), np.asarray(y, float), rtol=0, atol=1e-12)
+
+    one = model.replace(opt=model.opt.replace(max_contacts=4))  # 12 rows
+    assert parallel.default_chunk(one, "cpu") is None and parallel.default_chunk(model, "gpu") is None
+    sizes = [parallel.default_chunk(model.replace(opt=model.opt.replace(max_contacts=k)), "cpu")
+             for k in (16, 28, 64)]  # 48, 84 and 192 rows
+    assert sizes == [32, 8, 4], sizes
+    with pytest.raises(ValueError, match="in_axes must be 0 or None"):
+        parallel.chunked_vmap(roll, 1, 2)

@@ -47,6 +47,19 @@ def has_constraints(model: Model) -> bool:
     return bool(model.opt.constraint and (live or row_layout(model.topo).n > 0 or model.topo.neq > 0))
 
 
+def solve_size(model: Model) -> int:
+    """The number of unknowns of the step's contact solve (static): the contact model's
+    rows per constraint slot times the slots it solves (``opt.max_contacts`` when
+    set), plus the generic rows (limits, friction loss, implicit PD); 0 without a
+    stage."""
+    if not has_constraints(model):
+        return 0
+    con = int(np.sum(slot_info(model.topo).mode == ContactMode.CONSTRAINT)) if num_slots(model) else 0
+    k = model.opt.max_contacts
+    solved = k if 0 < k < con else con
+    return contact_model(model).slot_rows * solved + row_layout(model.topo).n
+
+
 def contact_model(model: Model) -> models.ContactModel:
     """The selected contact model, checked against the slot layout the Model was built
     with (static: a model swapped into ``opt.contact`` after the build may need
