@@ -103,22 +103,26 @@ def test_chunked_vmap_equals_vmap_and_default_chunk_follows_the_qp_size():
     """Chunks of 3 over 8 envs (two chunks and a remainder of 2) give the plain vmap's
     states; ``default_chunk`` is None off the CPU and for a 12-row QP, and shrinks as
     the QP grows."""
-    b = jaxsim.ModelBuilder(timestep=2e-3)
-    b.add_geom("world", "plane", (5, 5, 0.1))
-    for i in range(4):
-        b.add_body(f"box{i}", pos=(0.3 * i, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
-        b.add_joint(f"box{i}", "free")
-        b.add_geom(f"box{i}", "box", (0.05, 0.05, 0.05))
-    model = b.build(jnp.float64)
-    v = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (8, model.nv))
-    states = jax.vmap(lambda v: jaxsim.make_state(model, v=v))(v)
-    roll = lambda s: jaxsim.rollout(model, s, jnp.zeros((20, 0)))[0]  # noqa: E731
+    def boxes(count):
+        b = jaxsim.ModelBuilder(timestep=2e-3)
+        b.add_geom("world", "plane", (5, 5, 0.1))
+        for i in range(count):
+            b.add_body(f"box{i}", pos=(0.3 * i, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
+            b.add_joint(f"box{i}", "free")
+            b.add_geom(f"box{i}", "box", (0.05, 0.05, 0.05))
+        return b.build(jnp.float64)
+
+    small = boxes(1)
+    v = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (8, small.nv))
+    states = jax.vmap(lambda v: jaxsim.make_state(small, v=v))(v)
+    roll = lambda s: jaxsim.rollout(small, s, jnp.zeros((20, 0)))[0]  # noqa: E731
     ref = jax.jit(jax.vmap(roll))(states)
     out = jax.jit(parallel.chunked_vmap(roll, 0, 3))(states)
     assert float(jnp.max(ref.contact.active.sum(-1))) > 0
     for x, y in zip(jax.tree.leaves(ref), jax.tree.leaves(out)):
         np.testing.assert_allclose(np.asarray(x, float), np.asarray(y, float), rtol=0, atol=1e-12)
 
+    model = boxes(4)
     one = model.replace(opt=model.opt.replace(max_contacts=4))  # 12 rows
     assert parallel.default_chunk(one, "cpu") is None and parallel.default_chunk(model, "gpu") is None
     sizes = [parallel.default_chunk(model.replace(opt=model.opt.replace(max_contacts=k)), "cpu")
