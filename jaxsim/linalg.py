@@ -10,6 +10,14 @@ same on CPU and GPU, and differentiate without custom rules.
 The matrices here are small (nv of a robot, 3 x contacts), so up to ``UNROLL`` rows
 the column loop is unrolled at trace time (static slices, no loop overhead); larger
 ones use ``lax.fori_loop`` over full-size masked rows (O(n^3) either way).
+
+Derivatives are given by rules (``jax.custom_jvp``), not by differentiating the loops:
+a differentiated loop keeps every iteration's carry for the reverse pass (a Cholesky
+of the humanoid's 27 x 27 mass matrix kept 27 copies of it, every step of a
+rollout), while the rules need only the factor. Cholesky: ``dL = L Phi(L^-1 dA L^-T)``
+(``Phi``: the lower triangle, half the diagonal); solves: ``dx = A^-1 (db - dA x)``.
+Their tangents are triangular solves with the primal factor, linear in the tangents,
+which JAX transposes for reverse mode.
 """
 
 from __future__ import annotations
@@ -21,10 +29,24 @@ Array = jax.Array
 UNROLL = 8  # largest n whose loops are unrolled (more: compile time grows, run time does not drop)
 
 
+@jax.custom_jvp
 def cho_factor(a: Array) -> Array:
     """(n, n) lower Cholesky factor L of a symmetric positive-definite ``a`` (L L^T = a;
     only the lower triangle of ``a`` is read)."""
-    a = jnp.asarray(a)
+    return _cho_factor(jnp.asarray(a))
+
+
+@cho_factor.defjvp
+def _cho_factor_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    L = _cho_factor(a)
+    da = jnp.tril(da) + jnp.tril(da, -1).T  # only the lower triangle is read
+    x = _forward(L, _forward(L, da).T)  # L^-1 dA L^-T (dA symmetric)
+    phi = jnp.tril(x, -1) + 0.5 * jnp.diag(jnp.diagonal(x))
+    return L, L @ phi
+
+
+def _cho_factor(a: Array) -> Array:
     n = a.shape[-1]
     L = jnp.zeros_like(a)
     if n <= UNROLL:
@@ -69,21 +91,54 @@ def _backward(U: Array, y: Array) -> Array:
     return jax.lax.fori_loop(0, n, row, x)
 
 
+@jax.custom_jvp
 def solve_lower(L: Array, b: Array) -> Array:
     """y with L y = b, L lower triangular (``cho_factor``); b (n,) or (n, k)."""
     return _forward(jnp.asarray(L), jnp.asarray(b))
 
 
+@solve_lower.defjvp
+def _solve_lower_jvp(primals, tangents):
+    (L, b), (dL, db) = primals, tangents
+    y = _forward(L, b)
+    return y, _forward(L, db - jnp.tril(dL) @ y)
+
+
+@jax.custom_jvp
 def cho_solve(L: Array, b: Array) -> Array:
     """x with (L L^T) x = b, for L from ``cho_factor``; b (n,) or (n, k)."""
     L, b = jnp.asarray(L), jnp.asarray(b)
     return _backward(L.T, _forward(L, b))
 
 
+@cho_solve.defjvp
+def _cho_solve_jvp(primals, tangents):
+    (L, b), (dL, db) = primals, tangents
+    solve_ = lambda r: _backward(L.T, _forward(L, r))  # noqa: E731
+    x = solve_(b)
+    # d(L L^T) x = dL (L^T x) + L (dL^T x)
+    return x, solve_(db - dL @ (L.T @ x) - L @ (dL.T @ x))
+
+
+@jax.custom_jvp
 def solve(a: Array, b: Array) -> Array:
     """x with a x = b for a general nonsingular (n, n) ``a`` (LU with partial
     pivoting); b (n,) or (n, k)."""
-    a, b = jnp.asarray(a), jnp.asarray(b)
+    lu, perm = _lu(jnp.asarray(a))
+    return _lu_solve(lu, perm, jnp.asarray(b))
+
+
+@solve.defjvp
+def _solve_jvp(primals, tangents):
+    (a, b), (da, db) = primals, tangents
+    lu, perm = _lu(a)
+    x = _lu_solve(lu, perm, b)
+    return x, _lu_solve(lu, perm, db - da @ x)
+
+
+def _lu(a: Array) -> tuple[Array, Array]:
+    """Packed LU factors (unit lower below the diagonal, upper on and above it) and the
+    row permutation of ``a``."""
     n = a.shape[-1]
     rows = jnp.arange(n)
 
@@ -104,5 +159,9 @@ def solve(a: Array, b: Array) -> Array:
         lu, perm = carry
     else:
         lu, perm = jax.lax.fori_loop(0, n, eliminate, (a, rows))
-    lower = jnp.tril(lu, -1) + jnp.eye(n, dtype=lu.dtype)
+    return lu, perm
+
+
+def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
+    lower = jnp.tril(lu, -1) + jnp.eye(lu.shape[-1], dtype=lu.dtype)
     return _backward(jnp.triu(lu), _forward(lower, b[perm], unit_diag=True))
