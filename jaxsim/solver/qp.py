@@ -37,7 +37,9 @@ theorem at the solution, not from differentiating the loop: ``x*`` is a fixed po
 parameters ``theta = (H, g, lower, upper, mu)``. The rule is a ``jax.custom_jvp``
 (forward mode), and JAX transposes it for reverse mode: ``grad``, ``jacfwd`` and
 ``jacrev`` all work. Where the projection has a kink (a variable exactly at a bound)
-the one-sided derivative with the bound active is used. ``adjoint="unrolled"`` instead
+the one-sided derivative with the bound active is used. With circular cones the
+linear system is solved through one Cholesky in the eigenbasis of the projection's
+Jacobian (``_spd_tangent``); with friction boxes by a pivoted LU. ``adjoint="unrolled"`` instead
 runs exactly ``max_iter`` iterations under ``lax.scan`` and lets JAX differentiate
 them (for checking the implicit gradients).
 """
@@ -262,8 +264,7 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array)
     n, ncone = x.shape[0], qp.mu.shape[0]
     k = 3 * ncone
     Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu)
-    free = (z[k:] > qp.lower[k:]) & (z[k:] < qp.upper[k:])
-    d = jnp.concatenate([dc.reshape(-1), free.astype(x.dtype)])
+    d = jnp.concatenate([dc.reshape(-1), _free(qp, z).astype(x.dtype)])
 
     def rotate_t(M):  # V^T M, M (n, ...) with V block diagonal
         top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
@@ -285,6 +286,26 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array)
     return rotate(linalg.cho_solve(factor, rhs))
 
 
+def _free(qp: QP, z: Array) -> Array:
+    """(n - 3 ncone,) the interval rows strictly inside their bounds at ``z``."""
+    k = 3 * qp.mu.shape[0]
+    return (z[k:] > qp.lower[k:]) & (z[k:] < qp.upper[k:])
+
+
+def _param_tangent(qp: QP, dqp: QP, z: Array, cone: str) -> Array:
+    """(n,) the projection's derivative at ``z`` along the bounds' and mu's tangents: a
+    cone block's through mu, an interval row's that of the bound it is held at (at or
+    beyond it: the one-sided derivative with the bound active)."""
+    k = 3 * qp.mu.shape[0]
+    cones = jnp.zeros((0,), z.dtype)
+    if k:
+        proj = project_box if cone == "box" else project_cone
+        _, cones = jax.jvp(lambda mu: proj(z[:k].reshape(-1, 3), mu), (qp.mu,), (dqp.mu,))
+    zr = z[k:]
+    rows = jnp.where(zr <= qp.lower[k:], dqp.lower[k:], jnp.where(zr >= qp.upper[k:], dqp.upper[k:], 0.0))
+    return jnp.concatenate([cones.reshape(-1), rows])
+
+
 @_solve_implicit.defjvp
 def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
     qp, x0, tol, skip = primals
@@ -293,20 +314,16 @@ def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
     x = jax.lax.stop_gradient(x)
     eta = 1.0 / _lipschitz(qp.H)
     zeros = Stats(np.zeros((), jax.dtypes.float0), jnp.zeros_like(stats.residual))
+    z = x - eta * (qp.H @ x + qp.g)
+    p = _param_tangent(qp, dqp, z, cone)
     if cone == "circle":
-        z = x - eta * (qp.H @ x + qp.g)
-        _, p = jax.jvp(lambda lo, up, mu: project(z, lo, up, mu, cone), (qp.lower, qp.upper, qp.mu),
-                       (dqp.lower, dqp.upper, dqp.mu))
         return (x, stats), (_spd_tangent(qp, x, z, eta, -(dqp.H @ x + dqp.g), p), zeros)
     # the projection's derivative (cheap: H enters linearly, P is evaluated once)
-    z = x - eta * (qp.H @ x + qp.g)
-    proj = lambda z_, lo, up, mu: project(z_, lo, up, mu, cone)  # noqa: E731
-    n = x.shape[0]
-    jac_p = jax.jacfwd(proj)(z, qp.lower, qp.upper, qp.mu)  # (n, n) dP/dz
+    n, k = x.shape[0], 3 * qp.mu.shape[0]
+    jac_p = jax.jacfwd(lambda z_: project(z_, qp.lower, qp.upper, qp.mu, cone))(z)  # (n, n) dP/dz
+    jac_p = jac_p.at[k:, k:].set(jnp.diag(_free(qp, z).astype(x.dtype)))  # a row at a bound is held
     dz = -eta * (dqp.H @ x + dqp.g)
-    _, dproj_params = jax.jvp(lambda lo, up, mu: proj(z, lo, up, mu),
-                              (qp.lower, qp.upper, qp.mu), (dqp.lower, dqp.upper, dqp.mu))
-    rhs = jac_p @ dz + dproj_params
+    rhs = jac_p @ dz + p
     system = jnp.eye(n, dtype=x.dtype) - jac_p @ (jnp.eye(n, dtype=x.dtype) - eta * qp.H)
     # a tiny ridge keeps the system solvable where H is only semi-definite
     ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=x.dtype)
