@@ -284,7 +284,9 @@ def simulate(args) -> int:
           + (f"; no floor in the file: added a plane at z = {floor_z:.3f} m" if floor_z is not None else ""))
     print(f"  {args.batch} env(s) x {steps} steps of {dt:g} s ({steps * dt:g} s), "
           f"{model.opt.integrator}, {jax.devices()[0].platform} x {mesh.devices.size} "
-          f"device(s), {jnp.dtype(dtype).name}")
+          f"device(s), {jnp.dtype(dtype).name}"
+          + (f", {envs} envs at a time per device" if (envs := parallel.default_chunk(model))
+             and args.batch // mesh.devices.size > envs else ""))
 
     chunk = _chunk_fn(model, show, stride, per_chunk, mesh)
     t0 = time.perf_counter()
