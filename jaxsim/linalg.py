@@ -107,17 +107,19 @@ def _solve_lower_jvp(primals, tangents):
 @jax.custom_jvp
 def cho_solve(L: Array, b: Array) -> Array:
     """x with (L L^T) x = b, for L from ``cho_factor``; b (n,) or (n, k)."""
-    L, b = jnp.asarray(L), jnp.asarray(b)
-    return _backward(L.T, _forward(L, b))
+    return _cho_solve(jnp.asarray(L), jnp.asarray(b))
 
 
 @cho_solve.defjvp
 def _cho_solve_jvp(primals, tangents):
     (L, b), (dL, db) = primals, tangents
-    solve_ = lambda r: _backward(L.T, _forward(L, r))  # noqa: E731
-    x = solve_(b)
+    x = _cho_solve(L, b)
     # d(L L^T) x = dL (L^T x) + L (dL^T x)
-    return x, solve_(db - dL @ (L.T @ x) - L @ (dL.T @ x))
+    return x, _cho_solve(L, db - dL @ (L.T @ x) - L @ (dL.T @ x))
+
+
+def _cho_solve(L: Array, b: Array) -> Array:
+    return _backward(L.T, _forward(L, b))
 
 
 @jax.custom_jvp

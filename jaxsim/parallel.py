@@ -35,6 +35,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -164,7 +165,7 @@ def chunked_vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, 
         if size == batch:
             return out
         rest = envs(jax.tree.map(lambda x: x[size:], mapped))
-        return jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), out, rest)
+        return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, rest)
 
     if mesh is None or mesh.devices.size == 1:
         return run

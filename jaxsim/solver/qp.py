@@ -261,7 +261,7 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array)
     ``dx' = p'``; the others, divided by ``eta d``, read ``((1 - d) / (eta d)) dx' + (H'
     dx')`` with ``H' = V^T H V``: diagonal plus H restricted to them, positive definite,
     so one Cholesky does (a pivoted LU of the general system cost 5x as much)."""
-    n, ncone = x.shape[0], qp.mu.shape[0]
+    ncone = qp.mu.shape[0]
     k = 3 * ncone
     Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu)
     d = jnp.concatenate([dc.reshape(-1), _free(qp, z).astype(x.dtype)])
