@@ -23,8 +23,11 @@ Writes ``experiments/results/seed000_cube.png`` (penetration, normal force and C
 over time, both scenes) and ``seed000_cube.json``, and prints the table: deepest
 penetration, the mean normal force over the settled phase (t >= 1 s) against m g, and
 the largest step-to-step jump of the CoP's y once the face is down for good (tilt
-below 0.5 deg from then on), how many jumps exceed 2 mm, and the CoP's mean y while
-the face slides (Coulomb: mu_k times the half size ahead of the centre).
+below 0.5 deg from then on), how many jumps exceed 2 mm, the CoP's mean y while
+the face slides (Coulomb: mu_k times the half size ahead of the centre), and the
+largest jump within two phases of that: the slide (20 ms after the face is down to
+5 ms before the stop) and the stop (5 ms before to 20 ms after the cube first moves
+slower than 1 mm/s), where Coulomb's own CoP falls from mu_k times the half size to 0.
 
     python experiments/seed000_cube.py
 """
@@ -67,13 +70,16 @@ def main() -> int:
             traces[scene, method] = tr = spec_trace(model, traj)
             results[f"{scene}/{method}"] = spec_summary(tr)
     print(f"{'scene':6s} {'method':9s} {'max pen. mm':>11s} {'F_n/mg (t>=1s)':>15s} {'face down s':>12s} "
-          f"{'max CoP-y jump mm':>18s} {'jumps > 2 mm':>13s} {'sliding CoP-y mm':>17s}")
+          f"{'max CoP-y jump mm':>18s} {'jumps > 2 mm':>13s} {'sliding CoP-y mm':>17s} "
+          f"{'jump sliding mm':>16s} {'stop s':>7s} {'jump at stop mm':>16s}")
     for key, r in results.items():
         scene, method = key.split("/")
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
         print(f"{scene:6s} {method:9s} {r['max_penetration_mm']:11.3f} {r['settled_over_mg']:15.4f} "
               f"{fmt(r['face_down_s'], '.3f'):>12s} {fmt(r['max_cop_jump_mm'], '.3f'):>18s} "
-              f"{r['cop_jumps_over_2mm']:13d} {fmt(r['sliding_cop_y_mm'], '.2f'):>17s}")
+              f"{r['cop_jumps_over_2mm']:13d} {fmt(r['sliding_cop_y_mm'], '.2f'):>17s} "
+              f"{fmt(r['slide_cop_jump_mm'], '.3f'):>16s} {fmt(r['stop_s'], '.3f'):>7s} "
+              f"{fmt(r['stop_cop_jump_mm'], '.2f'):>16s}")
     print(f"Coulomb: a face sliding with mu_k = 0.3 has its CoP mu_k x half size = {0.3 * A_HALF * 1e3:.1f} mm ahead")
     for method, options in METHODS.items():
         pos, quat = slab_start()

@@ -258,11 +258,12 @@ def corrections(model: Model, contacts: Contacts, d: Array, rows: Rows, slipping
     return jnp.concatenate([-push[:, None], tangential], -1), -soft_target(rows, -limit)
 
 
-def friction_mode(model: Model, problem: Problem, active: Array, vt: Array):
+def friction_mode(model: Model, problem: Problem, active: Array, vt: Array, held=False):
     """Per slot from its tangential speed ``vt`` (m,): (slipping, mu, De Saxce's shift
-    ``mu |v_t|`` on the normal target)."""
+    ``mu |v_t|`` on the normal target). ``held`` (m,) bool: slots kept kinetic at any
+    speed (the volume model's slots still sliding on their kinetic cone)."""
     slip_speed = model.contact_params.slip_speed
-    slipping = active & (vt > slip_speed)
+    slipping = active & ((vt > slip_speed) | held)
     mu = jnp.where(slipping, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
     return slipping, mu, jnp.where(slipping, mu * vt, 0.0)
 
