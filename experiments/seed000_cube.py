@@ -27,7 +27,9 @@ below 0.5 deg from then on), how many jumps exceed 2 mm, the CoP's mean y while
 the face slides (Coulomb: mu_k times the half size ahead of the centre), and the
 largest jump within two phases of that: the slide (20 ms after the face is down to
 5 ms before the stop) and the stop (5 ms before to 20 ms after the cube first moves
-slower than 1 mm/s), where Coulomb's own CoP falls from mu_k times the half size to 0.
+slower than 1 mm/s), where Coulomb's own CoP falls from mu_k times the half size to 0,
+and the CoP's largest distance from the centre over the 20 ms from the second step
+after that one (Coulomb: 0 at rest; what is left rings before rest).
 
     python experiments/seed000_cube.py
 """
@@ -71,7 +73,7 @@ def main() -> int:
             results[f"{scene}/{method}"] = spec_summary(tr)
     print(f"{'scene':6s} {'method':9s} {'max pen. mm':>11s} {'F_n/mg (t>=1s)':>15s} {'face down s':>12s} "
           f"{'max CoP-y jump mm':>18s} {'jumps > 2 mm':>13s} {'sliding CoP-y mm':>17s} "
-          f"{'jump sliding mm':>16s} {'stop s':>7s} {'jump at stop mm':>16s}")
+          f"{'jump sliding mm':>16s} {'stop s':>7s} {'jump at stop mm':>16s} {'off centre after mm':>20s}")
     for key, r in results.items():
         scene, method = key.split("/")
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
@@ -79,7 +81,7 @@ def main() -> int:
               f"{fmt(r['face_down_s'], '.3f'):>12s} {fmt(r['max_cop_jump_mm'], '.3f'):>18s} "
               f"{r['cop_jumps_over_2mm']:13d} {fmt(r['sliding_cop_y_mm'], '.2f'):>17s} "
               f"{fmt(r['slide_cop_jump_mm'], '.3f'):>16s} {fmt(r['stop_s'], '.3f'):>7s} "
-              f"{fmt(r['stop_cop_jump_mm'], '.2f'):>16s}")
+              f"{fmt(r['stop_cop_jump_mm'], '.2f'):>16s} {fmt(r['after_stop_cop_mm'], '.3f'):>20s}")
     print(f"Coulomb: a face sliding with mu_k = 0.3 has its CoP mu_k x half size = {0.3 * A_HALF * 1e3:.1f} mm ahead")
     for method, options in METHODS.items():
         pos, quat = slab_start()

@@ -38,23 +38,28 @@ Per volume:
    one step), where Coulomb's answer falls from 15 mm to 0. With ``mu_s``
    throughout, the 15-degree cube of SPEC 3, sliding at 0.5 m/s as its face slapped
    down, was tripped onto its leading edge and rocked up 11 degrees.
-3. Solve (the seed's alternation), ``alternations`` rounds under ``lax.scan``. Each
-   round first moves every theta to the exact minimum of its 2-D QP with the forces
-   fixed (the unconstrained minimum if it lies in the cross-section, else the best
-   point of the section's boundary, ``volume.fan_section``; the last step's forces
-   and thetas at the first round, and a slot without a normal force keeps its
-   theta), then solves the impulses of all slots and generic rows at those thetas:
-   the shared QP ``min 1/2 x^T (A + R) x + x^T (b - v*)`` (``x = G(theta) y``, ``y``
-   the forces and row impulses; ``R`` the relaxation, ``lambda`` times the diagonal
-   of ``A``). Each round also updates the friction mode and De Saxce's shift
-   ``mu |v_t|`` on the normal target from the slip it left (the cone QP alone would
-   lift a sliding body at that speed), as the point model does. Two rounds by
-   default: at rest the warm start has already converged, and a third round cost
-   25 % of a batch-1 step for no change the scene tests could see. Where the forces
-   change within a step the centre lags: in the step that stops SPEC 3's sliding
-   cube, two rounds put it 12.9 mm ahead where twenty converge to 9.3 mm (Coulomb's
-   answer for that step's friction), and the difference tips the cube by 0.001 deg,
-   which rings out over 5 steps within 4 mm of the centre.
+3. Solve (the seed's alternation), ``alternations`` rounds. The shared QP is
+   ``min 1/2 x^T (A + R) x + x^T (b - v*)`` over the rows ``x = G(theta) y`` (``y``
+   the forces, torsions and generic rows' impulses; ``R`` the relaxation, ``lambda``
+   times the diagonal of ``A``). The first round solves it with each normal force's
+   moment ``u = theta f_n`` free within the cross-section's bounding box (times the
+   last step's ``f_n``), then puts every theta at the exact minimum of its 2-D QP
+   for those forces (the unconstrained minimum if it lies in the cross-section,
+   else the best point of the section's boundary, ``volume.fan_section``; a slot
+   without a normal force keeps its theta). Where the best centre lies inside the
+   section that is the joint answer already: the later rounds (under ``lax.scan``)
+   move the thetas for the current forces, then solve the forces at them, and only
+   change anything where a centre met the boundary. Each round also updates the
+   friction mode and De Saxce's shift ``mu |v_t|`` on the normal target from the
+   slip it left (the cone QP alone would lift a sliding body at that speed), as the
+   point model does. Two rounds by default. The seed's plain alternation (thetas
+   for the last step's forces, then forces at them) converges slowly where the
+   forces change within a step: in the step that stops SPEC 3's sliding cube two
+   rounds left the centre 12.9 mm ahead where twenty converge to 9.3 mm (Coulomb's
+   answer for that step's friction); the difference tipped the cube by 0.001 deg,
+   which rang out over 5 steps up to 4 mm behind the centre. The free first round
+   gives Coulomb's sequence there, and the centre stays within 0.1 mm of the centre
+   of mass once the cube rests.
 
 The QP is the Gauss form that jaxsim's point model and generic rows use (the kinetic
 metric ``A``), not the seed's ``A^T Q A``: the seed's ``Q`` weighting enters through
@@ -287,13 +292,57 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
                                               held)
         return mu.astype(dtype), jnp.where(slipping, mu * vt, 0.0), slipping
 
-    def round_(state, _):
-        """The centres of pressure for the current forces (from the last step's at
-        first; none move without a normal force), then the forces at them."""
+    # the first round's moments of the normal forces, u = theta f_n = rho w, free within
+    # the section's bounding box times the last step's f_n: rows 4 and 5 are
+    # (u_2, -u_1), scaled like the forces (the torsions' reason)
+    start, _, mask = section
+    has_box = jnp.any(mask, 1) & (radius > 0)
+    # (m, 2) m, the section's bounding box; a slot without a section gets [0, 0]
+    box_lo = jnp.where(has_box[:, None], jnp.where(mask[..., None], start, jnp.inf).min(1, initial=jnp.inf), 0.0)
+    box_hi = jnp.where(has_box[:, None], jnp.where(mask[..., None], start, -jnp.inf).max(1, initial=-jnp.inf), 0.0)
+    safe_radius = jnp.where(radius > 0, radius, 1.0)
+    moment_cols = np.zeros((6 * m + nr, 2 * m))
+    moment_cols[6 * np.arange(m) + 5, 2 * np.arange(m)] = -1.0
+    moment_cols[6 * np.arange(m) + 4, 2 * np.arange(m) + 1] = 1.0
+    moment_cols = jnp.asarray(moment_cols, dtype) * jnp.repeat(radius, 2)
+
+    def free_forces(theta, y, gs, mu):
+        """The forces with each normal force's moment free in the box (the exact joint
+        answer where the best centre lies inside the section) and their centres
+        ``theta = u / f_n`` (the last ones without a normal force)."""
+        G0 = levers(jnp.zeros_like(theta))
+        G = jnp.concatenate([G0[:, :4 * m], moment_cols, G0[:, 4 * m:]], 1)
+        reach = jnp.where(has_box, jnp.maximum(y[:3 * m:3], 0.0) / safe_radius, 0.0)[:, None]
+        w_lo, w_hi = (box_lo * reach).reshape(-1), (box_hi * reach).reshape(-1)
+        lo, hi = torsion_bounds(y, mu)
+        lo = jnp.concatenate([lo[:4 * m], w_lo, lo[4 * m:]])
+        hi = jnp.concatenate([hi[:4 * m], w_hi, hi[4 * m:]])
+        w0 = (theta * reach).reshape(-1)
+        yw = jnp.clip(jnp.concatenate([y[:4 * m], w0, y[4 * m:]]), lo, hi).at[:3 * m].set(y[:3 * m])
+        Hy = G.T @ H @ G
+        yw, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), yw, opt.solver_tol,
+                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
+        fn = yw[:3 * m:3]
+        moment = yw[4 * m:6 * m].reshape(m, 2) * radius[:, None]
+        ok = (fn > 0)[:, None]
+        theta = jnp.where(ok, jnp.where(ok, moment, 0.0) / jnp.where(ok, fn[:, None], 1.0), theta)
+        # no derivative: the rows x carry the forces' own; the next round takes these
+        # centres only as its start for slots without a normal force (the polygon
+        # QP's near-singular step there turned their cotangents into NaN)
+        theta = jax.lax.stop_gradient(jnp.clip(theta, box_lo, box_hi))
+        return theta, jnp.concatenate([yw[:4 * m], yw[6 * m:]]), st, G @ yw
+
+    def round_(state, first):
+        """The forces and the centres of pressure: at the first round the forces with
+        free moments and their centres; at the others the centres for the current
+        forces (``pressure_centres``: inside the section), then the forces at them."""
         theta, y, x, (mu, shift, slipping), _, it, res = state
         gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
-        theta = pressure_centres(theta, y, x, gs)
-        y, st, x = forces(levers(theta), y, gs, mu)
+        if first:
+            theta, y, st, x = free_forces(theta, y, gs, mu)
+        else:
+            theta = pressure_centres(theta, y, x, gs)
+            y, st, x = forces(levers(theta), y, gs, mu)
         f, torsion = y[:3 * m].reshape(m, 3), y[3 * m:4 * m]
         saturated = ((math.safe_norm(f[:, 1:]) >= (1.0 - 1e-3) * mu * f[:, 0])
                      | ((radius > 0) & (jnp.abs(torsion) >= (1.0 - 1e-3) * mu * f[:, 0])))
@@ -301,10 +350,11 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         return (theta, y, x, friction(space.A @ x + space.b), on_cone, it + st.iterations,
                 jnp.maximum(res, st.residual)), None
 
-    x0 = levers(theta0) @ y0
-    init_state = (theta0, y0, x0, friction(space.J @ problem.v), held, jnp.zeros((), jnp.int32),
-                  jnp.zeros((), dtype))
-    (theta, _, x, _, on_cone, it, res), _ = jax.lax.scan(round_, init_state, None, length=p.alternations)
+    init_state = (theta0, y0, None, friction(space.J @ problem.v), held, jnp.zeros((), jnp.int32),
+                  jnp.zeros((), dtype))  # the first round reads no rows
+    state, _ = round_(init_state, True)
+    (theta, _, x, _, on_cone, it, res), _ = jax.lax.scan(lambda st_, _: round_(st_, False), state, None,
+                                                         length=p.alternations - 1)
     x = jnp.where(active6, x, 0.0)
     return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0), on_cone), SolverStats(it, res))
 
