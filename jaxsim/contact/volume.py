@@ -43,13 +43,14 @@ Per volume:
    the forces, torsions and generic rows' impulses; ``R`` the relaxation, ``lambda``
    times the diagonal of ``A``). The first round solves it with each normal force's
    moment ``u = theta f_n`` free within the cross-section's bounding box (times the
-   last step's ``f_n``), then puts every theta at the exact minimum of its 2-D QP
-   for those forces (the unconstrained minimum if it lies in the cross-section,
-   else the best point of the section's boundary, ``volume.fan_section``; a slot
-   without a normal force keeps its theta). Where the best centre lies inside the
-   section that is the joint answer already: the later rounds (under ``lax.scan``)
-   move the thetas for the current forces, then solve the forces at them, and only
-   change anything where a centre met the boundary. Each round also updates the
+   last step's ``f_n``) and takes ``theta = u / f_n``; where the best centre lies
+   inside the section that is the joint answer already. The later rounds (under
+   ``lax.scan``) put every theta at the exact minimum of its 2-D QP for the current
+   forces (the unconstrained minimum if it lies in the cross-section, else the best
+   point of the section's boundary, ``volume.fan_section``; a slot without a normal
+   force keeps its theta), then solve the forces at them: they change something
+   only where a centre left the section (with ``alternations=1`` such a centre
+   stays in the box). Each round also updates the
    friction mode and De Saxce's shift ``mu |v_t|`` on the normal target from the
    slip it left (the cone QP alone would lift a sliding body at that speed), as the
    point model does. Two rounds by default. The seed's plain alternation (thetas
