@@ -257,11 +257,14 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
 
     H_ii = jnp.einsum("iaib->iab", H[:6 * m, :6 * m].reshape(m, 6, m, 6))  # each slot's own block
 
+    def inside(y, lo, hi):
+        """The warm start with its interval entries (after the 3m cone entries) in bounds."""
+        return y.at[3 * m:].set(jnp.clip(y[3 * m:], lo[3 * m:], hi[3 * m:]))
+
     def forces(G, y, gs, mu):
         Hy = G.T @ H @ G
         lo, hi = torsion_bounds(y, mu)
-        y = y.at[3 * m:4 * m].set(jnp.clip(y[3 * m:4 * m], lo[3 * m:4 * m], hi[3 * m:4 * m]))
-        y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), y, opt.solver_tol,
+        y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), inside(y, lo, hi), opt.solver_tol,
                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
         return y, st, G @ y
 
@@ -319,7 +322,7 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         lo = jnp.concatenate([lo[:4 * m], w_lo, lo[4 * m:]])
         hi = jnp.concatenate([hi[:4 * m], w_hi, hi[4 * m:]])
         w0 = (theta * reach).reshape(-1)
-        yw = jnp.clip(jnp.concatenate([y[:4 * m], w0, y[4 * m:]]), lo, hi).at[:3 * m].set(y[:3 * m])
+        yw = inside(jnp.concatenate([y[:4 * m], w0, y[4 * m:]]), lo, hi)
         Hy = G.T @ H @ G
         yw, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), yw, opt.solver_tol,
                           max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
