@@ -38,6 +38,10 @@ _DYNS = {"none": DynType.NONE, "integrator": DynType.INTEGRATOR, "filter": DynTy
 # RoKi-FD's material defaults (SPEC section 2).
 DEFAULT_FRICTION = (0.5, 0.3)
 
+# Model arrays of explicit pair parameters and the ``add_pair`` argument filling each
+_PAIR_OVERRIDES = {"pair_friction": "friction", "pair_restitution": "restitution",
+                   "pair_penalty_stiffness": "stiffness", "pair_penalty_damping": "damping"}
+
 
 class ModelError(ValueError):
     """A model description that cannot be built; the message names the element."""
@@ -296,8 +300,8 @@ class ModelBuilder:
             raise ModelError(str(e)) from None
         self.contact, self.contact_params = contact, dict(contact_params)
         self.stage_params = dict(contact_margin=float(contact_margin), solver_tol=float(solver_tol),
+                                 penalty_stiffness=float(penalty_stiffness), penalty_damping=float(penalty_damping),
                                  penalty_slip_speed=float(penalty_slip_speed))
-        self.penalty = (float(penalty_stiffness), float(penalty_damping))
         self.flags = dict(adjoint=adjoint, solver_iterations=int(solver_iterations),
                           max_contacts=int(max_contacts), edge_contacts=bool(edge_contacts),
                           narrow_pairs=int(narrow_pairs), constraint=bool(constraints),
@@ -656,7 +660,7 @@ class ModelBuilder:
                  damping: float | None = None) -> None:
         """An explicit geom pair (MJCF ``<contact><pair>``): it collides even where
         contype/conaffinity or an exclude would filter it, and its parameters override
-        those filled from the geoms. ``friction``: (static, kinetic); ``stiffness``,
+        those derived from the geoms in the step. ``friction``: (static, kinetic); ``stiffness``,
         ``damping``: N/m, N s/m of a penalty pair."""
         where = f"pair ({geom1!r}, {geom2!r})"
         f = None if friction is None else _vec(np.resize(np.asarray(friction, float).reshape(-1), 2), 2,
@@ -843,7 +847,8 @@ class ModelBuilder:
                     hfield_data=hfield_data)
 
     def _pair_table(self, topo: Topology, bid: dict) -> tuple[Topology, dict]:
-        """The pair table (candidates, then explicit pairs), its modes and parameters."""
+        """The pair table (candidates, then explicit pairs), its modes and the explicit
+        pairs' parameters (``contact/materials.py`` derives the others in the step)."""
         gid = {g.name: i for i, g in enumerate(self.geoms)}
         for mode, names, _ in self.mode_rules:
             for b in names:
@@ -861,11 +866,9 @@ class ModelBuilder:
             explicit[(a, b)] = p
         table = [pr for pr in candidate_pairs(topo) if pr not in explicit] + list(explicit)
         body_name = topo.body_name
-        modes, friction, restitution, stiffness, damping = [], [], [], [], []
-        cm = contact_models.get(self.contact)
-        blend = np.maximum if cm.friction_blend == "max" else lambda x, y: 0.5 * (x + y)  # noqa: E731
-        for a, b in table:
-            ga, gb, p = self.geoms[a], self.geoms[b], explicit.get((a, b))
+        modes, explicit_values = [], {name: ([], []) for name in _PAIR_OVERRIDES}
+        for i, (a, b) in enumerate(table):
+            p = explicit.get((a, b))
             pair_bodies = {body_name[topo.geom_body[a]], body_name[topo.geom_body[b]]}
             mode = ContactMode.CONSTRAINT
             for m, names, is_group in self.mode_rules:
@@ -874,18 +877,19 @@ class ModelBuilder:
                             (len(names) == 2 or names[0] in pair_bodies))):
                     mode = m
             modes.append(p.mode if p is not None and p.mode is not None else mode)
-            pick = lambda attr, default: default if p is None or getattr(p, attr) is None else getattr(p, attr)  # noqa: E731
-            friction.append(pick("friction", blend(ga.friction, gb.friction)))  # MuJoCo: the larger
-            restitution.append(pick("restitution", 0.5 * (self._restitution(ga) + self._restitution(gb))))
-            stiffness.append(pick("stiffness", self.penalty[0]))
-            damping.append(pick("damping", self.penalty[1]))
+            for name, attr in _PAIR_OVERRIDES.items():  # the rest is derived in the step
+                value = None if p is None else getattr(p, attr)
+                if value is not None:
+                    explicit_values[name][0].append(i)
+                    explicit_values[name][1].append(value)
         topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
                             pair_mode=tuple(int(m) for m in modes),
                             pair_window=tuple(self._hfield_window(a, b) for a, b in table),
-                            pair_geometry=contact_models.get(self.contact).collision)
-        n = len(table)
-        return topo, dict(pair_friction=np.reshape(friction, (n, 2)), pair_restitution=np.reshape(restitution, (n,)),
-                          pair_stiffness=np.reshape(stiffness, (n,)), pair_damping=np.reshape(damping, (n,)))
+                            pair_geometry=contact_models.get(self.contact).collision,
+                            **{f"{name}_id": tuple(ids) for name, (ids, _) in explicit_values.items()})
+        shapes = dict(pair_friction=(-1, 2))
+        return topo, {name: np.reshape(np.asarray(values, np.float64), shapes.get(name, (-1,)))
+                      for name, (_, values) in explicit_values.items()}
 
     def _hfield_window(self, a: int, b: int) -> int:
         """Cells per side of the height-field window a geom pair sees

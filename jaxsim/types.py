@@ -155,6 +155,13 @@ class Topology:
     pair_mode: tuple = static(())  # ContactMode per pair
     pair_window: tuple = static(())  # height-field pairs: cells per side of the window the geom sees, else 0
     pair_geometry: str = static("points")  # what slots of polyhedral pairs hold: "points", "polygon", "volume"
+    # pairs with explicit parameters (ModelBuilder.add_pair, MJCF <pair>): the pair-table
+    # index of each row of Model.pair_friction, pair_restitution, pair_penalty_stiffness
+    # and pair_penalty_damping
+    pair_friction_id: tuple = static(())
+    pair_restitution_id: tuple = static(())
+    pair_penalty_stiffness_id: tuple = static(())
+    pair_penalty_damping_id: tuple = static(())
 
 
 @pytree_dataclass
@@ -169,6 +176,8 @@ class Options:
     # the constraint stage (each contact model's own parameters: Model.contact_params)
     contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
     solver_tol: Array  # () relative tolerance of the contact QP
+    penalty_stiffness: Array  # () N/m, penalty pairs' spring (contact/penalty.py)
+    penalty_damping: Array  # () N s/m, penalty pairs' damper
     penalty_slip_speed: Array  # () m/s, penalty pairs' friction is viscous below this slip speed
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
@@ -243,11 +252,12 @@ class Model:
     eq_frame_quat: Array  # (neq, 2, 4) weld frames on obj1 and obj2 held aligned
     eq_torquescale: Array  # (neq,) weld: scale of the rotation error
     eq_timeconst: Array  # (neq,) s, position errors are corrected at -error / max(timeconst, dt)
-    # the pair table (Topology.pair_geom1/2): per pair, filled from its geoms, overridable
-    pair_friction: Array  # (npair, 2) static and kinetic coefficients
-    pair_restitution: Array  # (npair,)
-    pair_stiffness: Array  # (npair,) N/m, penalty pairs' spring
-    pair_damping: Array  # (npair,) N s/m, penalty pairs' damper
+    # explicit pair parameters: row i overrides pair Topology.pair_<name>_id[i] of the
+    # pair table (the others blend their geoms' values: contact/materials.py)
+    pair_friction: Array  # (nfriction, 2) static and kinetic coefficients
+    pair_restitution: Array  # (nrestitution,)
+    pair_penalty_stiffness: Array  # (nstiffness,) N/m, penalty spring
+    pair_penalty_damping: Array  # (ndamping,) N s/m, penalty damper
     # the selected contact model's parameters (its module's Params pytree)
     contact_params: Any = None
 

@@ -279,7 +279,9 @@ def test_mjcf_pairs_excludes_and_mode_texts():
     mode = dict(zip(names, topo.pair_mode))
     assert mode[("floor", "ga")] == ContactMode.PENALTY and mode[("floor", "gb")] == ContactMode.CONSTRAINT
     assert mode[("ga", "gb")] == ContactMode.NONE and mode[("floor", "gc")] == ContactMode.CONSTRAINT
-    np.testing.assert_allclose(np.asarray(model.pair_friction)[names.index(("floor", "gc"))], [0.9, 0.9])
+    # the explicit pair's friction is its own; the other pairs' comes from their geoms
+    assert topo.pair_friction_id == (names.index(("floor", "gc")),)
+    np.testing.assert_allclose(np.asarray(model.pair_friction), [[0.9, 0.9]])
 
 
 def test_params_declared_by_each_model():

@@ -226,7 +226,7 @@ def test_stopping_distance_gradient_wrt_mu():
     s0 = s0.replace(v=s0.v.at[0].set(1.0))
 
     def distance(mu):
-        m = model.replace(pair_friction=model.pair_friction.at[:, 1].set(mu))
+        m = model.replace(geom_friction=model.geom_friction.at[:, 1].set(mu))
         return jax.lax.fori_loop(0, 130, lambda _, s: jaxsim.step(m, s), s0).q[0]
 
     f = jax.jit(lambda mu: jax.jvp(distance, (mu,), (jnp.ones_like(mu),)))

@@ -77,7 +77,7 @@ def test_apex_gradient_with_respect_to_restitution():
     model = ball(0.5)
 
     def apex(e, rollout):
-        m = model.replace(pair_restitution=jnp.full_like(model.pair_restitution, e))
+        m = model.replace(geom_restitution=jnp.full_like(model.geom_restitution, e))
         _, traj = rollout(m, jaxsim.make_state(m), jnp.zeros((BALL_STEPS, 0)))
         return jnp.max(traj.q[600:, 2])  # after the impact (step ~450)
 

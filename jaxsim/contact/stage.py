@@ -20,7 +20,7 @@ from jaxsim import contact as models
 from jaxsim import math
 from jaxsim.collision.driver import bound_radius, collide
 from jaxsim.collision.pairs import pair_plan
-from jaxsim.contact import Problem, SlotData, equality, penalty
+from jaxsim.contact import Problem, SlotData, equality, materials, penalty
 from jaxsim.contact.rows import Rows, constraint_rows, row_layout
 from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
 from jaxsim.kinematics import Kinematics, body_velocities
@@ -152,9 +152,10 @@ def _slot_data(model: Model, idx) -> SlotData:
     info = slot_info(model.topo)
     at = lambda a: jnp.asarray(a)[idx]  # noqa: E731
     pair = at(info.pair)
+    params = materials.pair_params(model, models.get(model.opt.contact).friction_blend)
     return SlotData(at(info.geom1), at(info.geom2), at(info.body1), at(info.body2),
-                    model.pair_friction[pair], model.pair_restitution[pair],
-                    model.pair_stiffness[pair], model.pair_damping[pair])
+                    params.friction[pair], params.restitution[pair],
+                    params.penalty_stiffness[pair], params.penalty_damping[pair])
 
 
 def _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, v, v_free, slot_rows, eqs) -> Problem:
