@@ -8,6 +8,7 @@ from jaxsim.dynamics import (bias_forces, forward_dynamics_aba, forward_dynamics
                              inverse_dynamics, mass_matrix)
 from jaxsim.kinematics import (Kinematics, body_jacobian, body_velocities, forward_kinematics,
                                point_jacobian)
+from jaxsim.randomize import Range, randomize
 from jaxsim.step import accelerations, make_state, rollout, rollout_policy, step
 from jaxsim.types import (ContactMode, Contacts, ContactState, DynType, GeomType, JointType, Model,
                           Options, State, Topology, batch_models, cast_floats)
@@ -22,5 +23,5 @@ __all__ = [
     "forward_kinematics", "body_velocities", "point_jacobian", "body_jacobian",
     "mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics_aba",
     "forward_dynamics_crba", "accelerations", "make_state", "step", "rollout",
-    "rollout_policy",
+    "rollout_policy", "Range", "randomize",
 ]
