@@ -198,6 +198,41 @@ class Model:
     """Everything that does not change during a rollout.
 
     Shapes use the sizes of ``topo``; all arrays share one float dtype.
+
+    **Per-environment fields.** Every float array leaf not listed as structural below is
+    read by the step, so changing it changes the physics it names, per environment in a
+    batch of Models (``jaxsim.randomize``, ``batch_models``, ``jax.vmap``) and with a
+    gradient (``jax.grad`` with respect to the Model). Nothing is copied from one field
+    into another at build time: a pair's friction and restitution, the broad phase's
+    bounding radii and the mass matrix are derived in the step. Some entries only
+    matter where the structure gives them a role:
+
+      * ``opt.density``, ``opt.viscosity``, ``opt.wind``: where ``opt.fluid`` is on (a
+        model built with a density or viscosity above 0);
+      * ``opt.penalty_*`` and ``pair_penalty_*``: penalty pairs
+        (``ContactMode.PENALTY``); ``geom_restitution``: contact models with
+        restitution (``springhead``); ``opt.solver_tol``: QP solves;
+      * ``body_pos``, ``body_quat``, ``jnt_pos``, ``jnt_axis`` of a free joint's body:
+        unused, the body's pose is its ``q``; ``qpos0``: the reference of hinge and
+        slide joints (and ``make_state``'s default ``q``);
+      * ``jnt_range``: limited joints (``Topology.jnt_limited``); likewise
+        ``jnt_actfrcrange``, ``actuator_ctrlrange``, ``actuator_forcerange``,
+        ``actuator_actrange`` and ``tendon_range`` where their ``*_limited`` flag is
+        set; ``dof_frictionloss``: dofs built with a positive friction loss (their
+        friction-loss rows are part of the slot layout); ``actuator_tau``: actuators
+        with filter dynamics;
+      * ``geom_size``: primitives (sphere, capsule, box); a convex geom's shape is its
+        mesh; a geom facing a height field may shrink but not grow past the size it
+        was built with (its window of cells is fixed at build);
+      * quaternions are read as given: keep them unit length;
+      * ``geom_rgba``: colour only (the viewer).
+
+    **Structural fields** (``STRUCTURAL_FIELDS``) fix shapes or the slot layout and
+    must not differ across a batch: ``topo`` (the kinematic tree, joint and geom
+    types, the pair table, which joints are limited, slot counts), ``mesh_vert``,
+    ``mesh_face``, ``mesh_edge``, ``hfield_size`` and ``hfield_data``. The static
+    options of ``opt`` (``contact``, ``integrator``, ``solver_iterations``, ...) are
+    part of the treedef, so they cannot differ across a batch either.
     """
 
     topo: Topology = static()
@@ -297,6 +332,10 @@ class Model:
 
     def actuator_id(self, name: str) -> int:
         return _index(self.topo.actuator_name, name, "actuator")
+
+
+# Model leaves that fix shapes or the slot layout (Model's docstring)
+STRUCTURAL_FIELDS = ("mesh_vert", "mesh_face", "mesh_edge", "hfield_size", "hfield_data")
 
 
 @pytree_dataclass
