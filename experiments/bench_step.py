@@ -408,7 +408,7 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     if contact:
         opts["contact"] = contact
     if choice:
-        opts["friction_model" if contact == "cone" else "solver"] = choice
+        opts["solver"] = choice
     model = load_mjcf(xml, dtype=jnp.float32, **opts)
     mm0 = mujoco.MjModel.from_xml_string(xml)
     slots = int(jaxsim.make_state(model).contact.active.shape[0])

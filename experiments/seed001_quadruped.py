@@ -51,7 +51,7 @@ def energy(model, q, v):
 
 
 def run_jaxsim(dt: float, implicit: bool) -> dict:
-    model = scenes.quadruped(dt, implicit=implicit)
+    model = scenes.quadruped(dt, implicit_pd=implicit)
     ctrls = controls(model, dt)
     roll = jax.jit(jaxsim.rollout)
     t0 = time.perf_counter()

@@ -1,5 +1,5 @@
 """Seed 004's three friction formulations side by side (``contact="cone"``,
-``friction_model`` exact / anitescu-tasora / nakaoka) on the same scenes:
+``solver`` exact / anitescu-tasora / nakaoka) on the same scenes:
 
   slide        a 0.1 m cube sliding at 1 m/s on the floor, mu 0.5 (dt 1 ms, 0.4 s):
                stopping distance against v^2 / (2 mu g), largest normal speed (hover)
@@ -47,13 +47,13 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 def cube_scene(method: str, tilt: float = 0.0, vx: float = 0.0):
     model = scenes.cube(timestep=1e-3, friction=(MU, MU), dtype=jnp.float64, contact="cone",
-                        friction_model=method, gravity=(-G * np.sin(tilt), 0.0, -G * np.cos(tilt)))
+                        solver=method, gravity=(-G * np.sin(tilt), 0.0, -G * np.cos(tilt)))
     s = jaxsim.make_state(model)
     return model, s.replace(v=s.v.at[0].set(vx))
 
 
 def mjcf_scene(name: str, method: str):
-    model = load_mjcf(scene_xml(name), dtype=jnp.float64, contact="cone", friction_model=method,
+    model = load_mjcf(scene_xml(name), dtype=jnp.float64, contact="cone", solver=method,
                       max_contacts=48 if name == "boxes8" else 16)
     return model, jaxsim.make_state(model)
 

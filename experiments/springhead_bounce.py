@@ -39,7 +39,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 G, R, A, H = 9.81, 0.05, 0.05, 1.0  # gravity, ball radius, box half size, ball drop height
 BOX_DROP = 0.2
 # solver configurations compared: the QP, Springhead's 15 sweeps, and 100 sweeps
-SOLVERS = {"qp": dict(solver="qp"), "pgs": dict(solver="pgs"), "pgs x100": dict(solver="pgs", pgs_sweeps=100)}
+SOLVERS = {"qp": dict(solver="qp"), "pgs": dict(solver="pgs"), "pgs x100": dict(solver="pgs", sweeps=100)}
 
 
 def scene(shape: str, e: float, impact_threshold: float, dtype=jnp.float64, tilt=0.0, lift=H, **options):

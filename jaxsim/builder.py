@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import contact as contact_models
+from jaxsim import names
 from jaxsim.collision.pairs import candidate_pairs
 from jaxsim.types import ContactMode, DynType, GeomType, JointType, Model, Options, Topology
 
@@ -222,6 +223,36 @@ class _Equality:
     timeconst: float
 
 
+# ModelBuilder's scene-wide options: units ("" for none) and meaning (the defaults are
+# its signature's; ``jaxsim.options.markdown_table`` lists them with the contact
+# models' parameters)
+SCENE_OPTIONS = {
+    "timestep": ("s", "time step"),
+    "gravity": ("m/s^2", "gravity, world frame"),
+    "density": ("kg/m^3", "density of the surrounding medium (fluid forces)"),
+    "viscosity": ("Pa s", "viscosity of the surrounding medium"),
+    "wind": ("m/s", "velocity of the medium"),
+    "integrator": ("", "'euler' (semi-implicit) or 'rk4'"),
+    "forward_dynamics": ("", "'crba' (mass matrix and Cholesky) or 'aba' (articulated bodies)"),
+    "implicit_damping": ("", "Euler: joint damping taken at the step's end velocity, as MuJoCo"),
+    "implicit_gyroscopic": ("", "Euler: gyroscopic torque of free bodies taken at the step's end"),
+    "contact": ("", "the contact model of constraint pairs (table below)"),
+    "contact_mode": ("", "every pair's default: 'constraint', 'penalty' or 'none'"),
+    "constraint": ("", "false: no contacts and no constraint rows (smooth dynamics only)"),
+    "contact_margin": ("m", "shapes this close get speculative contacts"),
+    "solver_tol": ("", "relative tolerance of the contact QP"),
+    "solver_iterations": ("", "cap on the contact QP's iterations"),
+    "adjoint": ("", "QP gradients: 'implicit' (implicit function theorem) or 'unrolled'"),
+    "max_contacts": ("", "solve only this many deepest contact slots (0: all)"),
+    "edge_contacts": ("", "point slots of polyhedra at edge-edge crossings too"),
+    "narrow_pairs": ("", "per pair kind, only this many nearest pairs reach the narrow phase (0: all)"),
+    "penalty_stiffness": ("N/m", "spring of penalty pairs"),
+    "penalty_damping": ("N s/m", "damper of penalty pairs"),
+    "slip_speed": ("m/s", "tangential speed above which friction is kinetic (every contact model)"),
+    "implicit_pd": ("", "servos solved implicitly with the constraints"),
+}
+
+
 class ModelBuilder:
     """Collects bodies, joints, geoms, actuators, tendons and couplings; ``build()``
     validates them and returns a ``Model``."""
@@ -231,21 +262,21 @@ class ModelBuilder:
                  wind: Sequence[float] = (0, 0, 0), integrator: str = "euler",
                  forward_dynamics: str = "crba", implicit_damping: bool = True,
                  implicit_gyroscopic: bool = True, contact: str = "relaxed",
-                 contact_mode: str = "constraint", constraints: bool = True,
+                 contact_mode: str = "constraint", constraint: bool = True,
                  contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
                  adjoint: str = "implicit", max_contacts: int = 0, edge_contacts: bool = True,
                  narrow_pairs: int = 0, penalty_stiffness: float = 1e6, penalty_damping: float = 1000.0,
-                 penalty_slip_speed: float = 0.01, implicit_pd: bool = False, **contact_params):
+                 slip_speed: float = 0.01, implicit_pd: bool = False, **contact_params):
         """Scene-wide options.
 
         Args:
           contact: the contact model of constraint pairs (``jaxsim.contact.MODELS``:
             "relaxed", "rigid", "penalty", ...). Its own parameters are keyword
-            options of their names (``contact_stiffness=...``; see the model's
+            options of their names (``contact_rate=...``; see the model's
             ``params`` in its module); an unknown name raises ``ModelError``.
           contact_mode: every pair's default mode, "constraint", "penalty" or "none"
             (``set_contact_mode`` and ``add_pair`` refine it).
-          constraints: False turns off contacts and every constraint row (joint
+          constraint: False turns off contacts and every constraint row (joint
             limits too): smooth dynamics only, MuJoCo's ``constraint`` disable flag.
           contact_margin: m, shapes this close get (speculative) contacts.
           edge_contacts: False leaves the point contacts of two polyhedra at their
@@ -259,12 +290,18 @@ class ModelBuilder:
             many hull-hull pairs mostly stay apart (gymnasium-robotics' Fetch: 84,
             of which about 10 have touching bounding spheres).
           penalty_stiffness, penalty_damping: N/m and N s/m of penalty pairs (per pair
-            with ``add_pair``); penalty_slip_speed: m/s, their friction is viscous
-            below it.
+            with ``add_pair``).
+          slip_speed: m/s, tangential speed above which a contact slips: friction
+            takes the kinetic coefficient (every contact model; penalty pairs'
+            friction is viscous below it).
           implicit_pd: the default of ``add_actuator(implicit=...)``: every servo
             (position or velocity feedback) is solved implicitly, as a constraint
             row (seed 001; ``contact/rows.py``); other actuators stay explicit.
         """
+        contact_params = names.rename(contact_params, "ModelBuilder")  # former names, with a warning
+        constraint = contact_params.pop("constraint", constraint)
+        slip_speed = contact_params.pop("slip_speed", slip_speed)
+        implicit_pd = contact_params.pop("implicit_pd", implicit_pd)
         if not timestep > 0:
             raise ModelError(f"timestep must be positive, got {timestep}")
         if integrator not in ("euler", "rk4"):
@@ -275,7 +312,7 @@ class ModelBuilder:
             raise ModelError(f"density and viscosity must be >= 0, got {density}, {viscosity}")
         if contact == "none":
             raise ModelError("contact='none' is gone: use contact_mode='none' (no contacts; joint limits "
-                             "stay) or constraints=False (no contacts and no constraint rows)")
+                             "stay) or constraint=False (no contacts and no constraint rows)")
         if contact not in contact_models.MODELS:
             raise ModelError(f"contact must name a contact model, one of {sorted(contact_models.MODELS)}; "
                              f"got {contact!r}")
@@ -283,11 +320,11 @@ class ModelBuilder:
             raise ModelError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
         for name, value in (("contact_margin", contact_margin), ("solver_tol", solver_tol),
                             ("penalty_stiffness", penalty_stiffness), ("penalty_damping", penalty_damping),
-                            ("penalty_slip_speed", penalty_slip_speed)):
+                            ("slip_speed", slip_speed)):
             if not value >= 0:
                 raise ModelError(f"{name} must be >= 0, got {value}")
-        if not penalty_slip_speed > 0:
-            raise ModelError(f"penalty_slip_speed must be positive, got {penalty_slip_speed}")
+        if not slip_speed > 0:
+            raise ModelError(f"slip_speed must be positive, got {slip_speed}")
         if int(solver_iterations) < 1:
             raise ModelError(f"solver_iterations must be >= 1, got {solver_iterations}")
         if int(max_contacts) < 0:
@@ -301,10 +338,10 @@ class ModelBuilder:
         self.contact, self.contact_params = contact, dict(contact_params)
         self.stage_params = dict(contact_margin=float(contact_margin), solver_tol=float(solver_tol),
                                  penalty_stiffness=float(penalty_stiffness), penalty_damping=float(penalty_damping),
-                                 penalty_slip_speed=float(penalty_slip_speed))
+                                 slip_speed=float(slip_speed))
         self.flags = dict(adjoint=adjoint, solver_iterations=int(solver_iterations),
                           max_contacts=int(max_contacts), edge_contacts=bool(edge_contacts),
-                          narrow_pairs=int(narrow_pairs), constraint=bool(constraints),
+                          narrow_pairs=int(narrow_pairs), constraint=bool(constraint),
                           integrator=integrator, forward_dynamics=forward_dynamics,
                           implicit_damping=bool(implicit_damping), implicit_gyroscopic=bool(implicit_gyroscopic))
         self.implicit_pd = bool(implicit_pd)
@@ -922,7 +959,7 @@ class ModelBuilder:
         if not self.flags["constraint"]:
             if a.implicit:
                 raise ModelError(f"actuator {a.name!r}: implicit PD is solved in the constraint stage, "
-                                 "which constraints=False turns off")
+                                 "which constraint=False turns off")
             return False
         if a.joint is not None and any(j.name == a.joint and j.actfrcrange is not None for j in joints):
             raise ModelError(f"actuator {a.name!r}: joint {a.joint!r} clamps its total actuator force "

@@ -1,26 +1,36 @@
 """The ``jaxsim`` command line: ``simulate`` a model file, ``demo`` the built-in scenes,
 ``bench`` the step benchmark. Bare ``jaxsim`` (or ``python -m jaxsim``) is the cube demo.
 
-Bad input (missing file, unsupported element, bad option) ends with one line
-``jaxsim: error: ...`` on stderr and exit status 2, never a traceback.
+``simulate`` and ``demo`` take ``--contact MODEL`` and ``--set KEY=VALUE`` for any
+scene-wide option of ``ModelBuilder`` or parameter of the contact model
+(``jaxsim.options``); they reach the loaders and scenes as keyword options.
+
+Bad input (missing file, unsupported element, bad option or value, a number out of
+range) ends with one line ``jaxsim: error: ...`` on stderr and exit status 2, never a
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import runpy
 import sys
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import contact as contact_models
+from jaxsim import options as model_options
 from jaxsim import parallel, scenes
 from jaxsim.step import make_state, rollout, step
 from jaxsim.builder import ModelError
+from jaxsim.names import current_name
 from jaxsim.xla_flags import use_fast_cpu_compile
 
 SCENES = {
@@ -29,6 +39,10 @@ SCENES = {
 }
 MODEL_SUFFIXES = (".xml", ".mjcf", ".urdf")
 FLOOR_NAME = "jaxsim_floor"
+MAX_INT32 = 2**31 - 1  # step counters are int32
+MAX_STORED_BYTES = 2 * 2**30  # the viewer's frames (simulate), every step's state (demo)
+MAX_FRAMES = 600  # frames of a viewer at most (``viz.animate``'s max_frames)
+MAX_SHOW = 64  # envs side by side in a viewer at most
 
 
 class UsageError(Exception):
@@ -39,29 +53,171 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors (an unknown option, a bad choice or number) as one line."""
+
+    def error(self, message):
+        self.exit(2, f"jaxsim: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise UsageError(f"--{name} must be positive, got {value:g}")
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"--{name} must be positive and finite, got {value:g}")
+
+
+def _int_range(name: str, value: int, low: int, high: int = MAX_INT32) -> None:
+    if not low <= value <= high:
+        raise UsageError(f"--{name} must be at least {low} and at most {high}, got {value}")
+
+
+def _steps(duration: float, dt: float) -> int:
+    """Steps of ``duration`` s at ``dt``; at least 1, and few enough for an int32 counter."""
+    n = duration / dt
+    if not n < MAX_INT32 + 0.5:
+        raise UsageError(f"--duration {duration:g} s at dt = {dt:g} s is {n:.3g} steps; at most {MAX_INT32} "
+                         f"steps fit (--duration <= {MAX_INT32 * dt:.6g} s, or a larger time step)")
+    return max(1, int(round(n)))
+
+
+def _state_bytes(model) -> int:
+    """Bytes of one environment's State."""
+    shapes = jax.eval_shape(lambda: make_state(model))
+    return sum(x.size * jnp.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes))
+
+
+def _memory_bytes() -> int:
+    """Memory of the devices (a GPU's limit) or of the host."""
+    devices = jax.local_devices()
+    try:
+        limit = (devices[0].memory_stats() or {}).get("bytes_limit")
+    except Exception:  # noqa: BLE001 - a backend without memory statistics
+        limit = None
+    if limit:
+        return int(limit) * len(devices)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+# ---------------------------------------------------------------- model options
+
+
+def _settings(args, flags: dict, contact: str | None) -> dict:
+    """ModelBuilder options from ``--contact``, ``--set KEY=VALUE`` and the command's
+    own flags for options.
+
+    Args:
+      args: the parsed arguments.
+      flags: option -> (its flag, the flag's value or None when not given).
+      contact: the contact model whose parameters ``--set`` may name when
+        ``--contact`` is not given (None: any model's; the loader then checks them
+        against the file's model).
+
+    Raises:
+      UsageError: a malformed ``--set``, an unknown key or a bad value (naming the
+        key and what is allowed), or an option given twice.
+    """
+    raw: dict = {}
+    for item in getattr(args, "set", None) or []:
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise UsageError(f"--set expects KEY=VALUE, got {item!r}; {model_options.allowed(args.contact or contact)}")
+        raw[key] = text
+    out: dict = {}
+    if args.contact is not None:
+        out["contact"] = contact = args.contact
+    if "contact" in raw:
+        value = _parse_setting("contact", raw.pop("contact"), None)
+        if args.contact is not None and value != args.contact:
+            raise UsageError(f"--contact {args.contact} and --set contact={value} disagree; give the contact "
+                             "model once")
+        out["contact"] = contact = value
+    for key, text in raw.items():
+        value = _parse_setting(key, text, contact)
+        if current_name(key) != key:
+            print(f"jaxsim: warning: --set {key}: a former name; use {current_name(key)}", file=sys.stderr)
+            key = current_name(key)
+        if key in out:
+            raise UsageError(f"--set {key}: given twice (also under its former name)")
+        out[key] = value
+    for key, (flag, value) in flags.items():
+        if value is None:
+            continue
+        if key in out:
+            raise UsageError(f"{key} is set by both {flag} and --set {key}=...; give it once")
+        out[key] = value
+    return out
+
+
+def _parse_setting(key: str, text: str, contact: str | None):
+    try:
+        return model_options.parse(key, text, contact)
+    except ModelError as e:
+        raise UsageError(f"--set {key}={text}: {e}") from None
+
+
+def contact_label(model) -> str:
+    """The Model's contact model and the parameters it sets to other than their
+    defaults, e.g. ``relaxed (contact_relaxation 0.02)``."""
+    changed = []
+    for f in dataclasses.fields(model.contact_params):
+        value, default = getattr(model.contact_params, f.name), f.default
+        if f.metadata.get("static"):
+            if value != default:
+                changed.append(f"{f.name} {value}")
+        elif not np.allclose(np.asarray(value, np.float64), default, rtol=1e-6, atol=0.0):
+            changed.append(f"{f.name} {np.asarray(value).tolist():g}" if np.ndim(value) == 0
+                           else f"{f.name} {np.asarray(value).tolist()}")
+    return model.opt.contact + (f" ({', '.join(changed)})" if changed else "")
 
 
 # ---------------------------------------------------------------- demo
 
 
-def build_scene(scene: str, dt: float, integrator: str):
-    """(model, initial state, name of the body whose height is reported)."""
+def build_scene(scene: str, **options):
+    """A demo scene.
+
+    Args:
+      scene: a key of ``SCENES``.
+      **options: ModelBuilder options and contact-model parameters (``demo_options``).
+
+    Returns:
+      (model, initial state, name of the body whose height is reported).
+    """
     if scene == "cube":
-        model = scenes.cube(height=0.4, euler_deg=(-15.0, -15.0, 0.0), timestep=dt, integrator=integrator)
+        model = scenes.cube(height=0.4, euler_deg=(-15.0, -15.0, 0.0), **options)
         return model, make_state(model), "cube"
-    model = scenes.pendulum(6, floor=True, timestep=dt, integrator=integrator)
+    model = scenes.pendulum(6, floor=True, **options)
     return model, make_state(model, q=scenes.pendulum_raised_q(model)), "link5"
 
 
-def demo(scene: str, duration: float, dt: float, integrator: str) -> tuple[dict, object, object]:
-    """Simulate ``scene`` for ``duration`` s; return (summary, model, trajectory)."""
+def demo_options(args) -> dict:
+    """The demo's ModelBuilder options from its arguments (``--dt``, ``--integrator``,
+    ``--contact``, ``--set``), the names checked against the selected contact model."""
+    options = _settings(args, {"timestep": ("--dt", args.dt), "integrator": ("--integrator", args.integrator)},
+                        args.contact or model_options.default_contact())
+    model_options.check_names(options, options.get("contact", model_options.default_contact()))
+    return options
+
+
+def demo(scene: str, duration: float, **options) -> tuple[dict, object, object]:
+    """Simulate ``scene`` for ``duration`` s; return (summary, model, trajectory).
+
+    Args:
+      scene: a key of ``SCENES``.
+      duration: simulated seconds.
+      **options: as for ``build_scene``.
+    """
     from jaxsim.kinematics import forward_kinematics
 
-    model, state, body = build_scene(scene, dt, integrator)
-    steps = int(round(duration / dt))
+    model, state, body = build_scene(scene, **options)
+    dt, integrator = float(model.opt.timestep), model.opt.integrator
+    steps = _steps(duration, dt)
+    per_step = _state_bytes(model)
+    if steps * per_step > MAX_STORED_BYTES:  # the rollout keeps every step's state
+        most = MAX_STORED_BYTES // per_step
+        raise UsageError(f"--duration {duration:g} s is {steps} steps of {per_step / 1e3:.1f} kB each, which the "
+                         f"demo keeps in memory; at most {most} steps ({MAX_STORED_BYTES / 1e9:.1f} GB): "
+                         f"--duration <= {most * dt:.6g} s")
     ctrls = jnp.zeros((steps, model.nu), model.dtype)
     t0 = time.perf_counter()
     run = jax.jit(rollout).lower(model, state, ctrls).compile()
@@ -76,7 +232,7 @@ def demo(scene: str, duration: float, dt: float, integrator: str) -> tuple[dict,
     iters = np.asarray(traj.solver.iterations)
     active = np.asarray(final.contact.active)
     summary = dict(
-        scene=scene, dt=dt, steps=steps, integrator=integrator, duration=duration,
+        scene=scene, dt=dt, steps=steps, integrator=integrator, duration=duration, contact=contact_label(model),
         compile_s=compile_s, wall_s=wall, steps_per_s=steps / wall, body=body,
         height0=float(height[0]), height_min=float(height.min()), height_final=float(height[-1]),
         max_penetration=float(depth.max()), final_speed=float(np.abs(np.asarray(final.v)).max()),
@@ -91,7 +247,8 @@ def demo(scene: str, duration: float, dt: float, integrator: str) -> tuple[dict,
 def print_demo(s: dict) -> None:
     print(f"jaxsim demo: {SCENES[s['scene']]}")
     print(f"  simulated          {s['duration']:g} s, {s['integrator']} dt = {s['dt']:g} s ({s['steps']} steps), "
-          f"relaxed point contacts, {jax.devices()[0].platform}, float32")
+          f"{jax.devices()[0].platform}, float32")
+    print(f"  contact model      {s['contact']}")
     print(f"  compile            {s['compile_s']:.2f} s")
     print(f"  run                {s['wall_s']:.3f} s = {s['steps_per_s']:,.0f} steps/s")
     print(f"  {s['body']} height        {s['height0']:.4f} m at start, {s['height_min']:.4f} m lowest, "
@@ -106,8 +263,10 @@ def print_demo(s: dict) -> None:
 
 
 def run_demo(args) -> int:
-    for name in ("duration", "dt"):
-        _positive(name, getattr(args, name))
+    _positive("duration", args.duration)
+    if args.dt is not None:
+        _positive("dt", args.dt)
+    options = demo_options(args)
     scene_names = list(SCENES) if args.scene == "all" else [args.scene]
     out_dir = getattr(args, "out", None)
     if out_dir:
@@ -115,7 +274,7 @@ def run_demo(args) -> int:
         os.makedirs(out_dir, exist_ok=True)
     failed = False
     for scene in scene_names:
-        s, model, traj = demo(scene, args.duration, args.dt, args.integrator)
+        s, model, traj = demo(scene, args.duration, **options)
         print_demo(s)
         if out_dir:
             from jaxsim import viz
@@ -233,7 +392,8 @@ def initial_states(model, batch: int, noise: float, seed: int):
     return jax.vmap(lambda v: make_state(model, v=v))(v)
 
 
-def simulate(args) -> int:
+def _check_simulate_args(args) -> None:
+    """Reject a missing file and numbers out of range, naming the argument."""
     path = args.model
     if not os.path.exists(path):
         raise UsageError(f"model file not found: {path}")
@@ -243,37 +403,73 @@ def simulate(args) -> int:
         _positive(name, getattr(args, name))
     if args.dt is not None:
         _positive("dt", args.dt)
-    if args.batch < 1:
-        raise UsageError(f"--batch must be at least 1, got {args.batch}")
-    if args.noise < 0:
-        raise UsageError(f"--noise must be >= 0, got {args.noise:g}")
-    out = args.out or os.path.splitext(os.path.basename(path))[0] + ".html"
-    if os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
-        raise UsageError(f"--out: directory {os.path.dirname(out)} does not exist")
-    viz = _viz() if out != "-" else None
-    if args.float64:
-        jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if args.float64 else jnp.float32
-    options = {} if args.dt is None else {"timestep": args.dt}
-    if args.max_contacts is not None:
-        options["max_contacts"] = args.max_contacts
-    if args.narrow_pairs is not None:
-        options["narrow_pairs"] = args.narrow_pairs
-    urdf_options = {"package_dirs": args.package_dir, "balance_inertia": args.balance_inertia,
-                    "floating_base": args.floating_base, "self_collision": not args.no_self_collision}
+    _int_range("batch", args.batch, 1)
+    if not (args.noise >= 0 and math.isfinite(args.noise)):
+        raise UsageError(f"--noise must be >= 0 and finite, got {args.noise:g}")
+    _int_range("seed", args.seed, 0, 2**32 - 1)
+    _int_range("show", args.show, 1, MAX_SHOW)
+    for name, low in (("max_contacts", 0), ("narrow_pairs", 0), ("max_hull_vertices", 4)):
+        if getattr(args, name) is not None:
+            _int_range(name.replace("_", "-"), getattr(args, name), low)
     if not path.lower().endswith(".urdf") and (args.package_dir or args.balance_inertia or args.floating_base
                                                 or args.no_self_collision):
         raise UsageError("--package-dir, --balance-inertia, --floating-base and --no-self-collision "
                          "apply to URDF files only")
-    model, floor_z = load_with_floor(path, dtype, urdf_options, args.max_hull_vertices, **options)
+
+
+def simulate_options(args) -> dict:
+    """simulate's ModelBuilder options from its arguments (``--dt``,
+    ``--max-contacts``, ``--narrow-pairs``, ``--contact``, ``--set``); the loader
+    checks the names against the contact model that runs (the file's unless
+    ``--contact``)."""
+    return _settings(args, {"timestep": ("--dt", args.dt), "max_contacts": ("--max-contacts", args.max_contacts),
+                            "narrow_pairs": ("--narrow-pairs", args.narrow_pairs)}, None)
+
+
+def load_model(args):
+    """simulate's Model from its arguments, without simulating.
+
+    Returns:
+      (model, floor height or None if the file had its own floor, dtype).
+    """
+    _check_simulate_args(args)
+    if args.float64:
+        jax.config.update("jax_enable_x64", True)
+    dtype = jnp.float64 if args.float64 else jnp.float32
+    urdf_options = {"package_dirs": args.package_dir, "balance_inertia": args.balance_inertia,
+                    "floating_base": args.floating_base, "self_collision": not args.no_self_collision}
+    model, floor_z = load_with_floor(args.model, dtype, urdf_options, args.max_hull_vertices,
+                                     **simulate_options(args))
+    return model, floor_z, dtype
+
+
+def simulate(args) -> int:
+    path = args.model
+    _check_simulate_args(args)
+    out = args.out or os.path.splitext(os.path.basename(path))[0] + ".html"
+    if os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
+        raise UsageError(f"--out: directory {os.path.dirname(out)} does not exist")
+    viz = _viz() if out != "-" else None
+    model, floor_z, dtype = load_model(args)
 
     dt = float(model.opt.timestep)
-    steps = max(1, int(round(args.duration / dt)))
-    stride = max(1, int(round(1.0 / (args.fps * dt))))
+    steps = _steps(args.duration, dt)
+    # frames every 1/fps s, at most MAX_FRAMES of them
+    per_frame = 1.0 / (args.fps * dt) if args.fps * dt > 0 else math.inf
+    stride = max(1, math.ceil(steps / MAX_FRAMES), int(round(min(per_frame, steps))))
     nframes = math.ceil(steps / stride)
     per_chunk = max(1, math.ceil(nframes / 50))  # ~50 progress-bar updates
     nchunks = math.ceil(nframes / per_chunk)
-    show = np.arange(min(args.show, args.batch))
+    show = np.arange(min(args.show, args.batch) if viz is not None else 0)
+    env_bytes = _state_bytes(model)
+    if args.batch * env_bytes > (memory := _memory_bytes()):
+        raise UsageError(f"--batch {args.batch}: the states alone take {args.batch * env_bytes / 1e9:.3g} GB, more "
+                         f"than the {memory / 1e9:.3g} GB here; at most {memory // env_bytes}")
+    if nframes * show.size * env_bytes > MAX_STORED_BYTES:
+        most = MAX_STORED_BYTES // (nframes * env_bytes)
+        raise UsageError(f"--show {show.size}: the viewer's {nframes} frames of {show.size} env(s) take "
+                         f"{nframes * show.size * env_bytes / 1e9:.3g} GB; at most {most} env(s) "
+                         f"({MAX_STORED_BYTES / 1e9:.1f} GB)" + ("" if most else ", or --out - for no viewer"))
     name = os.path.basename(path)
     # envs split over every local device that divides the batch (jaxsim.parallel)
     mesh = parallel.batch_mesh(args.batch)
@@ -283,8 +479,8 @@ def simulate(args) -> int:
           + (f", max_contacts {int(model.opt.max_contacts)}" if int(model.opt.max_contacts) else "")
           + (f"; no floor in the file: added a plane at z = {floor_z:.3f} m" if floor_z is not None else ""))
     print(f"  {args.batch} env(s) x {steps} steps of {dt:g} s ({steps * dt:g} s), "
-          f"{model.opt.integrator}, {jax.devices()[0].platform} x {mesh.devices.size} "
-          f"device(s), {jnp.dtype(dtype).name}"
+          f"{model.opt.integrator}, contact model {contact_label(model)}, "
+          f"{jax.devices()[0].platform} x {mesh.devices.size} device(s), {jnp.dtype(dtype).name}"
           + (f", {envs} envs at a time per device" if (envs := parallel.default_chunk(model))
              and args.batch // mesh.devices.size > envs else ""))
 
@@ -294,30 +490,35 @@ def simulate(args) -> int:
     compile_s = time.perf_counter() - t0
     from tqdm.auto import tqdm
 
-    shown, stats, left = [], [], steps
+    # per-step statistics reduced chunk by chunk: memory does not grow with the steps
+    shown, left = [], steps
+    depth_max, iters_sum, iters_max, active_sum, counted = 0.0, 0, 0, 0, 0
     t0 = time.perf_counter()
     with tqdm(total=steps, unit="step", desc="  simulating", leave=False, disable=args.quiet) as bar:
         for _ in range(nchunks):
             states, frames, s = chunk(states, jnp.int32(left))
-            frames, s = jax.device_get((frames, s))
-            shown.append(frames)
-            stats.append(s)
+            frames, (valid, depth, iters, active) = jax.device_get((frames, s))
+            if viz is not None:
+                shown.append(frames)
+            depth, iters, active = depth[valid], iters[valid], active[valid]
+            if iters.size:
+                depth_max = max(depth_max, float(depth.max()))
+                iters_sum, iters_max = iters_sum + int(iters.sum()), max(iters_max, int(iters.max()))
+                active_sum, counted = active_sum + int(active.sum()), counted + iters.size
             done = min(left, per_chunk * stride)
             left -= done
             bar.update(done)
     jax.block_until_ready(states)
     wall = time.perf_counter() - t0
 
-    valid, depth, iters, active = (np.concatenate(x) for x in zip(*stats))
-    depth, iters, active = depth[valid], iters[valid], active[valid]
     overflow = np.asarray(states.overflow)
     nonfinite = np.asarray(states.nonfinite)
     print(f"  compile            {compile_s:.1f} s")
     print(f"  run                {wall:.2f} s = {steps * args.batch / wall:,.0f} env-steps/s "
           f"({steps * dt * args.batch / wall:.2f} x real time over all envs)")
-    print(f"  max penetration    {1e3 * depth.max(initial=0.0):.2f} mm")
-    print(f"  contact QP         {iters.mean():.1f} iterations per step on average, {iters.max()} at most; "
-          f"{active.mean():.1f} active contacts per env on average")
+    print(f"  max penetration    {1e3 * depth_max:.2f} mm")
+    print(f"  contact QP         {iters_sum / max(counted, 1):.1f} iterations per step on average, {iters_max} at "
+          f"most; {active_sum / max(counted, 1):.1f} active contacts per env on average")
     print(f"  overflow           {int(overflow.sum())} contact(s) dropped "
           f"({int((overflow > 0).sum())} of {args.batch} envs)")
     print(f"  non-finite         {int(nonfinite.sum())} of {args.batch} envs"
@@ -327,7 +528,8 @@ def simulate(args) -> int:
         # chunks hold (frames, shown envs, ...), the last padded past the end: keep nframes
         traj = jax.tree.map(lambda *x: np.swapaxes(np.concatenate(x)[:nframes], 0, 1), *shown)  # (S, F, ...)
         fig = viz.animate(model, traj, envs=list(range(len(show))), contacts=True, forces=True,
-                          fps=args.fps, title=f"{name}: {len(show)} of {args.batch} env(s), jaxsim")
+                          fps=args.fps, max_frames=MAX_FRAMES,
+                          title=f"{name}: {len(show)} of {args.batch} env(s), jaxsim")
         viz.save_html(fig, out)
         print(f"  viewer             {out} ({os.path.getsize(out) / 1e6:.1f} MB, {nframes} frames, "
               f"{len(show)} env(s) side by side)")
@@ -358,17 +560,31 @@ def bench(extra: list[str]) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _model_options(p) -> None:
+    """``--contact`` and ``--set``: the options of the Model simulated."""
+    p.add_argument("--contact", choices=sorted(contact_models.MODELS), default=None, metavar="MODEL",
+                   help=f"the contact model, one of {', '.join(sorted(contact_models.MODELS))} (default: the "
+                        f"file's, else {model_options.default_contact()})")
+    p.add_argument("--set", action="append", default=None, metavar="KEY=VALUE",
+                   help="a scene-wide option of jaxsim.ModelBuilder or a parameter of the contact model; "
+                        "repeatable. Values: numbers, comma-separated vectors (gravity=0,0,-9.81), true/false, "
+                        f"names. Scene options: {', '.join(model_options.scene_options())}. Parameters: "
+                        + "; ".join(f"{m}: {', '.join(model_options.contact_params(m)) or '-'}"
+                                    for m in sorted(contact_models.MODELS)))
+
+
 def _demo_options(p, default_scene: str) -> None:
     choices = tuple(SCENES) + (("all",) if default_scene == "all" else ())
     p.add_argument("--scene", choices=choices, default=default_scene,
                    help="; ".join(f"{k}: {v}" for k, v in SCENES.items()))
     p.add_argument("--duration", type=float, default=2.0, help="simulated seconds")
-    p.add_argument("--dt", type=float, default=1e-3, help="time step, s")
-    p.add_argument("--integrator", choices=("euler", "rk4"), default="euler")
+    p.add_argument("--dt", type=float, default=None, help="time step, s (default 0.001)")
+    p.add_argument("--integrator", choices=("euler", "rk4"), default=None, help="default euler")
+    _model_options(p)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxsim", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="jaxsim", description=__doc__.split("\n\n")[0])
     _demo_options(p, "cube")  # bare `jaxsim`: the cube demo
     sub = p.add_subparsers(dest="command")
 
@@ -379,11 +595,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=int, default=1, help="number of environments (vmap)")
     s.add_argument("--noise", type=float, default=0.1,
                    help="std of the initial joint velocities of envs 1.. (env 0 starts at rest)")
-    s.add_argument("--seed", type=int, default=0, help="random seed of that noise")
+    s.add_argument("--seed", type=int, default=0, help="random seed of that noise (0 to 2^32 - 1)")
     s.add_argument("--out", default=None,
                    help="viewer file (default: MODEL.html in the current directory; '-': none)")
-    s.add_argument("--show", type=int, default=4, help="envs shown side by side in the viewer")
-    s.add_argument("--fps", type=float, default=30.0, help="viewer frames per simulated second")
+    s.add_argument("--show", type=int, default=4,
+                   help=f"envs shown side by side in the viewer (1 to {MAX_SHOW}; at most --batch)")
+    s.add_argument("--fps", type=float, default=30.0,
+                   help=f"viewer frames per simulated second (at most {MAX_FRAMES} frames in all)")
     s.add_argument("--max-contacts", type=int, default=None,
                    help="solve at most this many deepest contacts per step (0: all slots)")
     s.add_argument("--max-hull-vertices", type=int, default=None, metavar="N",
@@ -403,6 +621,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-self-collision", action="store_true",
                    help="URDF: links collide with the floor and other geoms only, not with each other")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_options(s)
 
     d = sub.add_parser("demo", help="simulate the built-in contact scenes")
     _demo_options(d, "all")
@@ -413,6 +632,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def build_model(argv):
+    """The Model that ``jaxsim ARGV`` (``simulate`` or ``demo``: its first scene) would
+    simulate, built without simulating.
+
+    Raises:
+      UsageError, ModelError: bad arguments, as ``main`` reports them.
+    """
+    args = parser().parse_args(list(argv))
+    if args.command == "simulate":
+        return load_model(args)[0]
+    scene = next(iter(SCENES)) if args.scene == "all" else args.scene
+    return build_scene(scene, **demo_options(args))[0]
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """jaxsim's own warnings (a MuJoCo feature replaced, ...) as one line each."""
+    if filename.startswith(os.path.dirname(os.path.abspath(__file__))):
+        print(f"jaxsim: warning: {_one_line(message)}", file=sys.stderr if file is None else file)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv=None) -> int:
     use_fast_cpu_compile()  # before this process's first JAX computation
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -421,10 +662,17 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
-        if args.command == "simulate":
-            return simulate(args)
-        if args.command == "bench":
-            return bench(extra)
-        return run_demo(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if args.command == "simulate":
+                return simulate(args)
+            if args.command == "bench":
+                return bench(extra)
+            return run_demo(args)
     except (UsageError, ModelError) as e:
         p.exit(2, f"jaxsim: error: {_one_line(e)}\n")
+    except jax.errors.JaxRuntimeError as e:
+        if "RESOURCE_EXHAUSTED" not in str(e):
+            raise
+        hint = "--batch, --max-contacts or --narrow-pairs" if args.command == "simulate" else "--duration"
+        p.exit(2, f"jaxsim: error: out of memory ({_one_line(e)[:200]}); try a smaller {hint}\n")

@@ -168,15 +168,15 @@ def actuator_names() -> list[str]:
     return [s[0] for part in tree_order() for s in _servos(part)]
 
 
-def build(timestep: float = 0.05, implicit: bool = True, dtype=jnp.float32, **options) -> Model:
+def build(timestep: float = 0.05, implicit_pd: bool = True, dtype=jnp.float32, **options) -> Model:
     """The quadruped as a jaxsim Model (module docstring).
 
     Args:
       timestep: s (the seed's large step: 50 ms).
-      implicit: PD servos solved with the constraints (seed 001) or explicit.
+      implicit_pd: PD servos solved with the constraints (seed 001) or explicit.
       **options: further ModelBuilder options (contact model, ...).
     """
-    b = ModelBuilder(timestep=timestep, implicit_pd=implicit, **options)
+    b = ModelBuilder(timestep=timestep, implicit_pd=implicit_pd, **options)
     b.add_geom("world", "plane", (0, 0, 0), name="floor", friction=(FRICTION, FRICTION), contype=2,
                conaffinity=1)
     for part in tree_order():

@@ -40,7 +40,7 @@ def robot_file(relative: str) -> str:
 
 
 def go2_standing(timestep: float = 0.01, *, kp: float = 60.0, kv: float = 3.0, terrain: bool = True,
-                 implicit: bool = True, max_contacts: int = 32, max_hull_vertices: int | None = 64,
+                 implicit_pd: bool = True, max_contacts: int = 32, max_hull_vertices: int | None = 64,
                  dtype=jnp.float32, **options) -> tuple[Model, np.ndarray]:
     """Go2 with a position servo (``kp`` N m/rad, ``kv`` N m s/rad, the URDF's effort
     limits as force ranges) on each of its 12 joints, links that collide with the
@@ -84,7 +84,7 @@ def go2_standing(timestep: float = 0.01, *, kp: float = 60.0, kv: float = 3.0, t
     m = spec.compile()
     names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)]
     target = np.array([GO2_POSE[name.split("_")[1]] for name in names])
-    return mjcf.from_mjmodel(m, timestep=timestep, implicit_pd=implicit, dtype=dtype, max_contacts=max_contacts,
+    return mjcf.from_mjmodel(m, timestep=timestep, implicit_pd=implicit_pd, dtype=dtype, max_contacts=max_contacts,
                              **options), target
 
 

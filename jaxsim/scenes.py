@@ -93,15 +93,15 @@ def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3)
     return b.build(dtype)
 
 
-def quadruped(timestep: float = 0.05, *, implicit: bool = True, dtype=jnp.float32, **options) -> Model:
+def quadruped(timestep: float = 0.05, *, implicit_pd: bool = True, dtype=jnp.float32, **options) -> Model:
     """Seed 001's horse-like quadruped on a floor (``jaxsim.quadruped``): 23 bodies, 14
     ball joints and 8 hinges, 50 position servos, standing at ``make_state``'s zero
-    ``ctrl``; ``implicit`` solves the servos with the constraints (stable at the
+    ``ctrl``; ``implicit_pd`` solves the servos with the constraints (stable at the
     seed's dt = 50 ms). ``jaxsim/assets/quadruped.xml`` is the same robot for MuJoCo;
     ``jaxsim.quadruped.gait_ctrl`` gives trot targets."""
     from jaxsim import quadruped as robot
 
-    return robot.build(timestep, implicit, dtype, **options)
+    return robot.build(timestep, implicit_pd, dtype, **options)
 
 
 def pendulum_initial_q(model: Model, root_angle_deg: float = 60.0):

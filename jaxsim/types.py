@@ -178,7 +178,7 @@ class Options:
     solver_tol: Array  # () relative tolerance of the contact QP
     penalty_stiffness: Array  # () N/m, penalty pairs' spring (contact/penalty.py)
     penalty_damping: Array  # () N s/m, penalty pairs' damper
-    penalty_slip_speed: Array  # () m/s, penalty pairs' friction is viscous below this slip speed
+    slip_speed: Array  # () m/s, slip speed above which friction is kinetic (penalty pairs: viscous below it)
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo

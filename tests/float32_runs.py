@@ -54,7 +54,7 @@ def random_scenes(arg: str) -> dict:
     contact, _, friction_model = contact.partition("/")  # "cone/nakaoka": a cone friction model
     options = {"contact": contact} if contact else {}
     if friction_model:
-        options["friction_model"] = friction_model
+        options["solver"] = friction_model
     built = [scenes.random_drop(TOPOLOGIES[name], s, dtype=jnp.float32, **options) for s in seeds]
     models = batch_models([m for m, _, _ in built])
     states = jax.vmap(lambda m, q, v: jaxsim.make_state(m, q=q, v=v))(

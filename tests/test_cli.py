@@ -1,7 +1,8 @@
 """The ``jaxsim`` command line: the README's main command (bare ``python -m jaxsim``),
 ``demo``, ``simulate`` on gymnasium's ant in a subprocess (its 2 envs sharded over 2
 host devices), a floor added under a model
-without one, and bad input rejected with a one-line error and exit status 2."""
+without one, ``--contact`` / ``--set`` reaching the Model, and bad input (options,
+values, numbers out of range) rejected with a one-line error and exit status 2."""
 
 import os
 import re
@@ -16,7 +17,7 @@ import pytest
 
 import jaxsim
 from jaxsim import GeomType
-from jaxsim.cli import load_with_floor, main
+from jaxsim.cli import build_model, contact_label, load_with_floor, main
 from jaxsim.kinematics import forward_kinematics
 
 ANT = os.path.join(os.path.dirname(gymnasium.__file__), "envs/mujoco/assets/ant.xml")
@@ -29,7 +30,8 @@ def test_bare_command_is_the_cube_demo(capsys):
     assert main(["--duration", "0.4"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("jaxsim demo: 0.1 m, 0.5 kg cube")
-    for line in ("steps/s", "max penetration", "contact QP", "non-finite values: none"):
+    for line in ("steps/s", "contact model      relaxed\n", "max penetration", "contact QP",
+                 "non-finite values: none"):
         assert line in out
 
 
@@ -54,7 +56,7 @@ def test_simulate_ant_writes_the_viewer(tmp_path):
                 env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
     assert r.returncode == 0, r.stderr
     assert "ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
-    assert "cpu x 2 device(s)" in r.stdout
+    assert "cpu x 2 device(s)" in r.stdout and "contact model relaxed," in r.stdout
     for line in ("env-steps/s", "max penetration", "contact QP", "overflow", "non-finite         0 of 2"):
         assert line in r.stdout
     html = out.read_text()
@@ -96,14 +98,53 @@ def test_bad_model_files_get_one_line_errors(tmp_path):
     assert "unrecognized element" in one_line_error(run_cli("simulate", str(typo)))
 
 
+def test_contact_and_set_reach_the_model(tmp_path):
+    """``--contact`` and ``--set`` become the loader's and the scenes' keyword options:
+    scene options (a vector, a boolean, an integer) and contact-model parameters."""
+    path = tmp_path / "box.xml"
+    path.write_text(TILTED_BOX)
+    model = build_model(["simulate", str(path), "--contact", "springhead", "--set", "solver=qp",
+                         "--set", "contact_tolerance=0.001", "--set", "solver_iterations=7",
+                         "--set", "gravity=0,0,-1", "--set", "edge_contacts=false", "--dt", "0.004"])
+    assert (model.opt.contact, model.contact_params.solver) == ("springhead", "qp")
+    assert float(model.contact_params.contact_tolerance) == pytest.approx(0.001)
+    assert model.opt.solver_iterations == 7 and not model.opt.edge_contacts
+    assert float(model.opt.timestep) == pytest.approx(0.004)
+    np.testing.assert_allclose(np.asarray(model.opt.gravity), [0, 0, -1])
+    demo = build_model(["demo", "--scene", "pendulum", "--set", "contact_relaxation=0.02", "--integrator", "rk4"])
+    assert demo.opt.integrator == "rk4" and float(demo.contact_params.contact_relaxation) == pytest.approx(0.02)
+    assert contact_label(demo) == "relaxed (contact_relaxation 0.02)"
+    assert build_model(["demo", "--set", "contact=rigid"]).opt.contact == "rigid"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--duration", "-1"], "--duration must be positive"),
+    (["--duration", "inf"], "--duration must be positive and finite"),
+    (["--duration", "1e9"], "at most 2147483647 steps"),  # 5e11 steps of 2 ms: no int32 step counter
     (["--dt", "0"], "--dt must be positive"),
+    (["--fps", "nan"], "--fps must be positive and finite"),
+    (["--noise", "nan"], "--noise must be >= 0 and finite"),
     (["--batch", "0"], "--batch must be at least 1"),
+    (["--batch", "3000000000"], "--batch must be at least 1 and at most 2147483647"),
+    (["--seed", "-1"], "--seed must be at least 0 and at most 4294967295"),
+    (["--show", "0"], "--show must be at least 1 and at most 64"),
     (["--out", "/nonexistent/dir/x.html"], "does not exist"),
     (["--floating-base"], "apply to URDF files only"),
-    (["--max-hull-vertices", "3"], "max_hull_vertices must be an integer >= 4"),
-    (["--narrow-pairs", "-1"], "narrow_pairs must be >= 0"),
+    (["--max-hull-vertices", "3"], "--max-hull-vertices must be at least 4"),
+    (["--narrow-pairs", "-1"], "--narrow-pairs must be at least 0"),
+    (["--max-contacts", "-1"], "--max-contacts must be at least 0"),
+    (["--contact", "bogus"], "invalid choice: 'bogus' (choose from 'cone'"),
+    (["--set", "nope"], "--set expects KEY=VALUE, got 'nope'"),
+    (["--set", "foo=1"], "--set foo=1: unknown option 'foo'; scene options: timestep, gravity"),
+    (["--set", "zeta=0.5"], "unknown option 'zeta'; scene options: timestep"),  # a parameter of cone
+    (["--set", "zeta=0.5"], "parameters of contact model 'relaxed': "),
+    (["--contact", "springhead", "--set", "solver=bogus"], "solver must be one of ['qp', 'pgs'], got 'bogus'"),
+    (["--set", "solver_iterations=1.5"], "--set solver_iterations=1.5: solver_iterations must be an integer"),
+    (["--set", "gravity=0,-9.81"], "gravity must be 3 numbers"),
+    (["--set", "edge_contacts=maybe"], "edge_contacts must be true or false"),
+    (["--set", "contact_relaxation=-1"], "contact_relaxation must be >= 0"),
+    (["--set", "integrator=implicit"], "integrator must be 'euler' or 'rk4'"),
+    (["--set", "timestep=0.001", "--dt", "0.002"], "timestep is set by both --dt and --set"),
 ])
 def test_bad_options_exit_2(args, message, tmp_path, capsys):
     model = tmp_path / "box.xml"
@@ -132,12 +173,33 @@ def test_a_missing_extra_is_a_one_line_error(missing, args, message, tmp_path, c
     assert "pip install -e '.[" in err[0]  # never the PyPI name `jaxsim` (a different project)
 
 
-@pytest.mark.parametrize("args", [["--duration", "-1"], ["--dt", "0"], ["--scene", "nope"]])
-def test_bad_demo_arguments_exit_nonzero(args, capsys):
+@pytest.mark.parametrize("args, message", [
+    (["--duration", "-1"], "--duration must be positive"),
+    (["--dt", "0"], "--dt must be positive"),
+    (["--scene", "nope"], "invalid choice: 'nope'"),
+    (["--duration", "1e9"], "at most 2147483647 steps"),
+    (["--duration", "1e5"], "which the demo keeps in memory; at most"),  # 1e8 steps' States: over 2 GiB
+    (["--set", "zeta=0.5"], "unknown option 'zeta'; scene options: timestep"),
+    (["--contact", "cone", "--set", "contact_relaxation=1"], "parameters of contact model 'cone': zeta"),
+    (["--set", "timestep=0.002", "--dt", "0.001"], "timestep is set by both --dt and --set"),
+])
+def test_bad_demo_arguments_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as e:
-        main(args)
-    assert e.value.code != 0
-    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("jaxsim: error:")
+        main(["demo", "--scene", "cube", *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxsim: error:") and message in err[0], err
+
+
+def test_a_batch_beyond_memory_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(jaxsim.cli, "_memory_bytes", lambda: 10**6)
+    model = tmp_path / "box.xml"
+    model.write_text(TILTED_BOX)
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", str(model), "--out", "-", "--batch", "100000"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--batch 100000: the states alone take" in err[0] and "at most" in err[0]
 
 
 def test_floor_is_added_under_the_lowest_point_and_the_box_comes_to_rest_on_it(tmp_path):

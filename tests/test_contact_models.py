@@ -242,8 +242,8 @@ def test_gradient_of_contact_wrench_with_respect_to_mass():
 
 
 def test_builder_rejects_bad_contact_options():
-    with pytest.raises(ModelError, match=r"'penalty' has no parameter.*contact_stiffness"):
-        ModelBuilder(contact="penalty", contact_stiffness=100.0)
+    with pytest.raises(ModelError, match=r"'penalty' has no parameter.*contact_rate"):
+        ModelBuilder(contact="penalty", contact_rate=100.0)
     with pytest.raises(ModelError, match=r"contact_relaxation must be >= 0"):
         ModelBuilder(contact_relaxation=-1.0)
     with pytest.raises(ModelError, match=r"contact='none' is gone"):
@@ -258,7 +258,7 @@ def test_builder_rejects_bad_contact_options():
     b.set_contact_mode("none", "ghost")
     with pytest.raises(ModelError, match=r"unknown body 'ghost'"):
         b.build()
-    assert jaxsim.make_state(cube_model("relaxed", jnp.float64, constraints=False)).contact.active.shape == (0,)
+    assert jaxsim.make_state(cube_model("relaxed", jnp.float64, constraint=False)).contact.active.shape == (0,)
 
 
 def test_mjcf_pairs_excludes_and_mode_texts():

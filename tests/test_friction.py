@@ -210,7 +210,7 @@ def test_baumgarte_term_removes_a_penetration_at_the_predicted_rate(exact_runs, 
 def test_anitescu_tasora_hovers_at_mu_times_slip():
     """The same slide under the convex relaxation: the cube leaves the floor with a
     normal velocity mu |v_t| (within 2 %) after the first step."""
-    model = _cube(friction_model="anitescu-tasora")
+    model = _cube(solver="anitescu-tasora")
     s = jaxsim.make_state(model)
     s = s.replace(v=s.v.at[0].set(1.0))
     s = jax.jit(jaxsim.step)(model, s)

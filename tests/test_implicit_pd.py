@@ -110,11 +110,11 @@ def test_builder_rejects_what_implicit_pd_cannot_do():
     b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit=True)
     with pytest.raises(ModelError, match="actuatorfrcrange"):
         b.build()
-    b = ModelBuilder(constraints=False)
+    b = ModelBuilder(constraint=False)
     b.add_body("arm")
     b.add_joint("arm", "hinge", name="j")
     b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit=True)
-    with pytest.raises(ModelError, match="constraints=False"):
+    with pytest.raises(ModelError, match="constraint=False"):
         b.build()
     b = ModelBuilder(implicit_pd=True)  # the scene default leaves motors explicit
     b.add_body("arm")

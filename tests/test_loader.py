@@ -3,6 +3,7 @@ cylinders / ellipsoids / meshes as convex polyhedra, height fields, and the mass
 of a URDF against MuJoCo's (float64)."""
 
 import sys
+import warnings
 
 import jax
 
@@ -365,6 +366,73 @@ def test_geom_restitution_from_custom_numerics_and_solref():
         load_mjcf(RESTITUTION_XML.format(numerics='<numeric name="jaxsim:restitution:tagged" data="1.5"/>'))
 
 
+# ------------------------------------------------------------ jaxsim: options in the file
+
+OPTIONS_XML = """<mujoco><option integrator="{integrator}">{flag}</option><custom>{custom}</custom><worldbody>
+  <geom name="floor" type="plane" size="1 1 0.1"/>
+  <body name="b" pos="0 0 1"><joint type="hinge" damping="0.5"/><geom name="ball" type="sphere" size="0.1"/></body>
+</worldbody></mujoco>"""
+
+
+def _options_xml(custom="", integrator="Euler", flag=""):
+    return OPTIONS_XML.format(custom=custom, integrator=integrator, flag=flag)
+
+
+def test_custom_elements_set_options_and_contact_parameters():
+    """``jaxsim:KEY`` numerics and texts set scene options and parameters of the file's
+    contact model, beside the per-geom ``jaxsim:restitution``; keyword options win."""
+    custom = ('<numeric name="jaxsim:contact_relaxation" data="0.02"/><text name="jaxsim:solver_iterations" data="7"/>'
+              '<numeric name="jaxsim:gravity" data="0 0 -1"/><text name="jaxsim:edge_contacts" data="false"/>'
+              '<numeric name="jaxsim:restitution:ball" data="0.3"/>')
+    model = load_mjcf(_options_xml(custom))
+    assert float(model.contact_params.contact_relaxation) == pytest.approx(0.02) and model.opt.solver_iterations == 7
+    assert not model.opt.edge_contacts and float(model.geom_restitution[model.geom_id("ball")]) == pytest.approx(0.3)
+    np.testing.assert_allclose(np.asarray(model.opt.gravity), [0, 0, -1])
+    mine = load_mjcf(_options_xml(custom), contact_relaxation=0.05, solver_iterations=9)
+    assert float(mine.contact_params.contact_relaxation) == pytest.approx(0.05) and mine.opt.solver_iterations == 9
+    springhead = '<text name="jaxsim:contact" data="springhead"/><text name="jaxsim:solver" data="qp"/>'
+    assert load_mjcf(_options_xml(springhead)).contact_params.solver == "qp"
+    with pytest.warns(UserWarning, match="contact model 'relaxed' has no parameter 'solver'; left out"):
+        assert load_mjcf(_options_xml(springhead), contact="relaxed").opt.contact == "relaxed"
+
+
+@pytest.mark.parametrize("custom, match", [
+    ('<numeric name="jaxsim:stiffnes" data="1"/>',
+     r"custom numeric 'jaxsim:stiffnes': unknown name; allowed: jaxsim:contact, .*scene options: timestep"),
+    ('<text name="jaxsim:zeta" data="0.5"/>',
+     r"contact model 'relaxed' has no parameter 'zeta' \(a parameter of cone\); its parameters: "),
+    ('<numeric name="jaxsim:solver_iterations" data="2.5"/>', "solver_iterations must be an integer"),
+    ('<text name="jaxsim:gravity" data="0 -9.81"/>', "gravity must be 3 numbers"),
+    ('<numeric name="jaxsim:contact" data="1"/>', "jaxsim:contact must be a custom text"),
+    ('<text name="jaxsim:contact" data="nope"/>', r"unknown contact model 'nope'; one of \['cone'"),
+    ('<numeric name="jaxsim:contact_relaxation" data="-1"/>', "contact_relaxation must be >= 0"),
+])
+def test_bad_custom_options_name_what_is_allowed(custom, match):
+    with pytest.raises(ModelError, match=match):
+        load_mjcf(_options_xml(custom))
+    with pytest.raises(ModelError, match=r"unknown option 'stiffnes'; scene options: .*contact model 'relaxed'"):
+        load_mjcf(_options_xml(), stiffnes=1.0)
+
+
+def test_implicit_integrators_become_euler_with_one_warning():
+    """MuJoCo's implicit / implicitfast: jaxsim's Euler with implicit joint damping (even
+    with eulerdamp off, which only concerns MuJoCo's Euler), one warning naming both;
+    RK4 stays RK4, and an explicit integrator is no substitution."""
+    for asked in ("implicitfast", "implicit"):
+        xml = _options_xml(integrator=asked, flag='<flag eulerdamp="disable"/>')
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = load_mjcf(xml)
+        assert [str(w.message)[:80] for w in caught] == [
+            f"MuJoCo's '{asked}' integrator is not available in jaxsim: using 'euler' (semi-implicit)"[:80]]
+        assert "implicit_damping=True" in str(caught[0].message) and caught[0].category is UserWarning
+        assert model.opt.integrator == "euler" and model.opt.implicit_damping
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_mjcf(_options_xml(integrator="RK4")).opt.integrator == "rk4"
+        assert load_mjcf(_options_xml(integrator="implicitfast"), integrator="rk4").opt.integrator == "rk4"
+
+
 # ------------------------------------------------------------ URDF packages
 
 PKG_URDF = """<robot name="pkg">
@@ -492,7 +560,7 @@ def test_max_hull_vertices_gives_mujocos_hull(cap):
         assert np.all(d.min(1) < 1e-6) and np.all(d.min(0) < 1e-6)
 
 
-@pytest.mark.parametrize("bad", [3, 2.5, True, "16"])
+@pytest.mark.parametrize("bad", [3, 2.5, True, "16", 2**40])
 def test_bad_max_hull_vertices_is_refused(bad):
     with pytest.raises(ModelError, match="max_hull_vertices"):
         load_mjcf(_sphere_mesh_xml(20), max_hull_vertices=bad)

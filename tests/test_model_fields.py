@@ -36,7 +36,6 @@ FREE_ONLY = "its only joint is free: a free body's pose and axes are its q"
 UNUSED = {
     "opt.density": NO_MEDIUM, "opt.viscosity": NO_MEDIUM, "opt.wind": NO_MEDIUM,
     "opt.penalty_stiffness": "no penalty pair", "opt.penalty_damping": "no penalty pair",
-    "opt.penalty_slip_speed": "no penalty pair",
     "jnt_actfrcrange": "no joint clamps its actuator force",
     "dof_frictionloss": "no dof has a friction-loss row (frictionloss > 0 at build)",
     "geom_rgba": "colour only",
@@ -56,7 +55,7 @@ UNUSED_IN = {
                  "actuator_tau": "no activation dynamics", "actuator_forcerange": "no force limit",
                  "actuator_actrange": "no activation", "tendon_coef": "its tendons are slack and unlimited",
                  "tendon_lengthspring": "its tendons have no stiffness", "tendon_range": "unlimited tendons",
-                 "contact_params.contact_stiffness": "capped at 1/dt either way",
+                 "contact_params.contact_rate": "capped at 1/dt either way",
                  "geom_restitution": "the relaxed point model has no restitution",
                  "opt.contact_margin": "no contact is in the speculative band long enough to matter"},
 }
@@ -72,7 +71,7 @@ def _springhead():
     # it a resting contact); another starts 3 mm deep (the depth correction acts),
     # sliding just above the kinetic friction's threshold speed (a 10 % higher one
     # makes the friction static); few Gauss-Seidel sweeps (the warm start shows)
-    b = ModelBuilder(timestep=1e-3, contact="springhead", impact_threshold=2.0, pgs_sweeps=4)
+    b = ModelBuilder(timestep=1e-3, contact="springhead", impact_threshold=2.0, sweeps=4)
     b.add_geom("world", "plane", (0, 0, 0), name="floor", restitution=0.5)
     for name, x, z in (("falling", 0.0, 0.08), ("sunk", 1.0, 0.047)):
         b.add_body(name, pos=(x, 0, z), quat=scenes.euler_xyz_to_quat((8, 4, 0) if x == 0 else (0, 0, 0)),

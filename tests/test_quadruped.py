@@ -89,7 +89,7 @@ def test_stands_and_walks_at_50ms_where_explicit_pd_diverges():
     assert np.all(np.abs(z[:400] - quadruped.HEIGHT) < 0.02)
     assert depth.max() < 0.01
     assert float(traj.q[-1, 0]) > float(traj.q[399, 0])  # the walk goes forward
-    explicit = scenes.quadruped(0.05, implicit=False)  # expected to diverge (seed 001's point)
+    explicit = scenes.quadruped(0.05, implicit_pd=False)  # expected to diverge (seed 001's point)
     final, _ = _rollout(explicit, jnp.zeros((CHUNK, explicit.nu)))
     assert bool(final.nonfinite) or float(jnp.max(jnp.abs(final.v))) > 1e3
 
@@ -102,7 +102,7 @@ def test_at_1ms_implicit_and_explicit_pd_agree_and_match_mujoco():
     dt, n = 1e-3, 1000
     angles = {}
     for implicit in (True, False):
-        model = scenes.quadruped(dt, implicit=implicit)
+        model = scenes.quadruped(dt, implicit_pd=implicit)
         final, traj = _rollout(model, jnp.zeros((n, model.nu), model.dtype))
         assert not bool(final.nonfinite)
         angles[implicit] = _joint_angles(model, traj.q)

@@ -21,7 +21,7 @@ mujoco = pytest.importorskip("mujoco")
 def humanoid():
     """Contact-free: these tests are about the dynamics under jit / vmap / grad; the
     contact stage's are in test_contact.py (the humanoid falling on the floor there)."""
-    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, constraints=False)
+    return load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, constraint=False)
 
 
 def random_state(model, key, scale=0.3):

@@ -10,7 +10,7 @@ module that registers one ``ContactModel``:
   * ``params``: a pytree dataclass of the model's own parameters (array leaves,
     static fields with ``static=True`` metadata), each field declared with
     ``param(default, doc)``. The builder and loaders forward keyword options of
-    those names (``ModelBuilder(contact="relaxed", contact_stiffness=500)``); the
+    those names (``ModelBuilder(contact="relaxed", contact_rate=500)``); the
     Model carries the instance as ``Model.contact_params``.
   * ``init(model, n) -> carry``: what the model keeps between steps for ``n`` slots,
     a pytree of arrays with a leading slot axis and fixed shapes (``State.

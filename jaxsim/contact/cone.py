@@ -30,7 +30,7 @@ a body arriving at a surface stops there). The tangent rows carry no relaxation
 (the seed's ``2 zeta / delta`` damping of tangential velocity would let a sliding
 body's velocity, not its slip, set friction's direction); their target is 0.
 
-Friction (``friction_model``, static), with the pair's kinetic coefficient:
+Friction (``solver``, static), with the pair's kinetic coefficient:
 
 * ``"exact"``: Coulomb's law itself (``friction.solve(..., "exact")``): non-smooth
   Gauss-Seidel with exact one-contact solves and semismooth Newton steps, to the
@@ -63,11 +63,11 @@ Array = jax.Array
 class ConeParams:
     zeta: Array = param(1.0, "damping ratio of the Baumgarte-like relaxation (1: critical)")
     delta: Array = param(0.0, "s, its time constant; the model uses max(delta, dt) (default: dt)")
-    tolerance: Array = param(1e-8, "natural-map residual at which 'exact' stops (raised to 100 eps of the dtype)")
-    friction_model: str = param("exact", "'exact' (Coulomb), 'anitescu-tasora' (convex cone QP) or 'nakaoka' "
-                                "(per-contact projection)", static=True, choices=friction.METHODS)
-    iterations: int = param(50, "cap on 'exact' sweeps; 'nakaoka' runs exactly this many (static)", minimum=1,
-                            static=True)
+    sweep_tol: Array = param(1e-8, "natural-map residual at which 'exact' stops (raised to 100 eps of the dtype)")
+    solver: str = param("exact", "'exact' (Coulomb), 'anitescu-tasora' (convex cone QP) or 'nakaoka' "
+                        "(per-contact projection)", static=True, choices=friction.METHODS)
+    sweeps: int = param(50, "cap on 'exact' sweeps; 'nakaoka' runs exactly this many (static)", minimum=1,
+                        static=True)
     start_passes: int = param(2, "convex QPs that start 'exact' each step (static)", minimum=0, static=True)
 
 
@@ -112,11 +112,11 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     warm = jnp.where((problem.kept & problem.contacts.active)[:, None], problem.prev_impulse, 0.0)
     r0 = jnp.concatenate([warm.reshape(-1), jnp.zeros_like(rows.dist)])
     eps = jnp.finfo(q.dtype).eps
-    if p.friction_model == "anitescu-tasora":
+    if p.solver == "anitescu-tasora":
         tol, max_iter = opt.solver_tol, opt.solver_iterations
     else:
-        tol, max_iter = jnp.maximum(p.tolerance, 100 * eps), p.iterations
-    r, _, st = friction.solve(W, q, mu, p.friction_model, tol=tol, max_iter=max_iter, r0=r0, lower=rows.lower,
+        tol, max_iter = jnp.maximum(p.sweep_tol, 100 * eps), p.sweeps
+    r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=r0, lower=rows.lower,
                               upper=rows.upper, start_passes=p.start_passes, start_tol=opt.solver_tol,
                               start_iterations=opt.solver_iterations)
     return Solution(jnp.where(on, r, 0.0), (), SolverStats(st.iterations, st.residual))

@@ -8,7 +8,7 @@ geom1, positive apart) and tangential velocity ``v_t``, with the pair's stiffnes
     f_n = k d+ - c v_n+ >= 0,   f_t,i = -beta v_t,i+ with |f_t,i| <= mu f_n0,   beta = mu f_n0 / v_s
 
 ``f_n0`` the slot's normal force in the last step (the spring's at the step's start
-for a new slot) and ``v_s`` ``opt.penalty_slip_speed``: below ``v_s`` friction is
+for a new slot) and ``v_s`` ``opt.slip_speed``: below ``v_s`` friction is
 viscous (a body on a slope creeps at a speed below ``v_s``), above it saturates at
 Coulomb's ``mu f_n`` (regularized Coulomb friction). A first design with ``beta = mu
 f_n0 / |v_t|`` under-braked a sliding box by 30 %: its load moves to the leading
@@ -69,11 +69,11 @@ def slot_impulses(model: Model, problem: Problem) -> tuple[Array, SolverStats]:
     depth, k, c = contacts.depth, slots.stiffness, slots.damping
     on = contacts.active & (jnp.maximum(depth, depth - dt * b[:, 0]) > 0)
     vt0 = math.safe_norm(v0[:, 1:])
-    mu = jnp.where(vt0 > opt.penalty_slip_speed, slots.friction[:, 1], slots.friction[:, 0])
+    mu = jnp.where(vt0 > opt.slip_speed, slots.friction[:, 1], slots.friction[:, 0])
     # the slot's normal force: last step's where it was kept, else the spring's now
     fn0 = jnp.maximum(jnp.maximum(k * depth - c * v0[:, 0], 0.0),
                       jnp.where(problem.kept, problem.prev_impulse[:, 0] / dt, 0.0))
-    beta = mu * fn0 / opt.penalty_slip_speed
+    beta = mu * fn0 / opt.slip_speed
     # compliance R = (dt C)^-1; a tangent without friction load gets a large finite one
     # (up to 1e3 times its normal's, smoothly: no overflow in gradients), which keeps
     # the QP's block scaling sound
@@ -100,7 +100,7 @@ def slot_impulses(model: Model, problem: Problem) -> tuple[Array, SolverStats]:
 
 @pytree_dataclass
 class PenaltyParams:
-    limit_stiffness: Array = param(1000.0, "1/s, correction rate of a violated joint limit (capped at 1/dt)")
+    limit_rate: Array = param(1000.0, "1/s, correction rate of a violated joint limit (capped at 1/dt)")
     max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the limit correction")
 
 
@@ -121,7 +121,7 @@ def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
     if nr == 0:
         return Solution(df.reshape(-1), carry, stats)
     p = model.contact_params
-    k = jnp.minimum(p.limit_stiffness, 1.0 / dt)
+    k = jnp.minimum(p.limit_rate, 1.0 / dt)
     target = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(k * rows.dist, -p.max_depenetration_speed))
     target = -soft_target(rows, -target)
     b_rows = space.b[3 * m:] + space.A[3 * m:, :3 * m] @ df.reshape(-1)

@@ -63,7 +63,7 @@ Reference points (per slot, matched to last step's slot of the same pair by feat
 
 Friction (``mu_s`` static, ``mu_k`` kinetic: the larger of the two geoms' values,
 MuJoCo's rule), decided per slot from its tangential speed at the step's start
-against ``slip_speed`` (0.01 m/s, Springhead's V_f):
+against ``opt.slip_speed`` (0.01 m/s, Springhead's V_f):
   * sticking: the static cone ``|f_t| <= mu_s f_n`` inside the QP (RoKi-FD's choice);
     the relaxed solve spreads a face's friction over its points as the cones allow.
   * sliding: the kinetic cone ``|f_t| <= mu_k f_n`` (the paper's factor
@@ -103,15 +103,15 @@ DRIFT_TOLERANCE = 1e-5  # m, tangential drift of a sticking point left uncorrect
 
 @pytree_dataclass
 class RelaxedParams:
-    contact_stiffness: Array = param(1000.0, "1/s, K: penetration and drift correction rate (capped at 1/dt)")
+    contact_rate: Array = param(1000.0, "1/s, K: penetration and drift correction rate (capped at 1/dt)")
     contact_relaxation: Array = param(0.01, "lambda, dimensionless QP relaxation (relaxation_scale)")
-    slip_speed: Array = param(0.01, "m/s, tangential speed above which a point slips (kinetic friction)")
     max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the correcting velocity")
 
 
 @pytree_dataclass
 class RigidParams:
-    slip_speed: Array = param(0.01, "m/s, tangential speed above which a point slips (kinetic friction)")
+    """No parameters of its own: the rigid variant is the relaxed one with K = 1/dt and no
+    relaxation (the scene's ``slip_speed`` still picks the friction coefficient)."""
 
 
 class PointCarry(NamedTuple):
@@ -137,11 +137,11 @@ class Previous(NamedTuple):
 def _gains(model: Model):
     """(K, lambda, cap): K capped at 1/dt; all zero for the rigid variant."""
     p = model.contact_params
-    if not hasattr(p, "contact_stiffness"):  # rigid
+    if not hasattr(p, "contact_rate"):  # rigid
         return 0.0, 0.0, jnp.inf
     # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
     # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
-    return (jnp.minimum(p.contact_stiffness, 1.0 / model.opt.timestep), p.contact_relaxation,
+    return (jnp.minimum(p.contact_rate, 1.0 / model.opt.timestep), p.contact_relaxation,
             p.max_depenetration_speed)
 
 
@@ -262,7 +262,7 @@ def friction_mode(model: Model, problem: Problem, active: Array, vt: Array, held
     """Per slot from its tangential speed ``vt`` (m,): (slipping, mu, De Saxce's shift
     ``mu |v_t|`` on the normal target). ``held`` (m,) bool: slots kept kinetic at any
     speed (the volume model's slots still sliding on their kinetic cone)."""
-    slip_speed = model.contact_params.slip_speed
+    slip_speed = model.opt.slip_speed
     slipping = active & ((vt > slip_speed) | held)
     mu = jnp.where(slipping, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
     return slipping, mu, jnp.where(slipping, mu * vt, 0.0)
@@ -317,7 +317,7 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
     slipping2, mu2, shift2 = friction_mode(model, problem, active, vt_end)
     c2 = c.at[:3 * m:3].add(jnp.where(active, shift2 - shift, 0.0))
     redo = (jnp.any(slipping2 != slipping)
-            | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.contact_params.slip_speed))
+            | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.opt.slip_speed))
     zero = qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), c.dtype))
     # (under vmap the cond runs both branches for every env: ``skip`` keeps the envs
     # that need no second pass out of its loop)

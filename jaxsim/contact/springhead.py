@@ -23,7 +23,7 @@ keep their point slots (a one-corner polygon). Per slot, read from Springhead's
   within the step, so a fast body bounces from where it reaches the surface rather
   than a step's travel deep.
 * friction: a box per tangent axis, ``|f_y|, |f_z| <= mu0 f_x`` while the slot slips
-  slower than ``friction_threshold`` (``V_f``), ``<= mu f_x`` beyond, with ``mu0``,
+  slower than ``opt.slip_speed`` (``V_f``), ``<= mu f_x`` beyond, with ``mu0``,
   ``mu`` the pair's static and kinetic friction.
 
 Solvers (``solver``, static; ``"pgs"`` by default: in ``experiments/bench_step.py``
@@ -38,7 +38,7 @@ load must be split evenly, or for implicit gradients):
   shift ``mu |v_y|`` for sliding slots, from the slip left by a first solve (two
   solves, as the point model). Gradients: implicit, at each solve's solution.
 * ``"pgs"``: Springhead's projected Gauss-Seidel, row by row in slot order (normal,
-  y, z; then the generic rows), ``pgs_sweeps`` sweeps (15), each friction row
+  y, z; then the generic rows), ``sweeps`` sweeps (15), each friction row
   clamped to the box of its slot's current normal force, warm-started from
   ``warm_start`` (0.7) times the slot's impulse of the last step. Gradients: the
   fixed sweeps are differentiated as they run (``lax.scan``).
@@ -66,11 +66,10 @@ class SpringheadParams:
     impact_threshold: Array = param(10.0, "m/s, V_th: an approach faster than this is an impact (restitution)")
     correction_rate: Array = param(0.1, "gamma: share of the depth beyond contact_tolerance removed per step")
     contact_tolerance: Array = param(0.002, "m, d_tol: depth never corrected (a shallower slot stops approaching)")
-    friction_threshold: Array = param(0.01, "m/s, V_f: slip speed above which friction is kinetic")
     warm_start: Array = param(0.7, "share of last step's impulses the Gauss-Seidel sweeps start from")
     solver: str = param("pgs", "'pgs' (Springhead's Gauss-Seidel, the default) or 'qp' (shared projected-gradient QP)",
                         static=True, choices=SOLVERS)
-    pgs_sweeps: int = param(15, "Gauss-Seidel sweeps per step (static)", minimum=1, static=True)
+    sweeps: int = param(15, "Gauss-Seidel sweeps per step (static)", minimum=1, static=True)
 
 
 def init(model: Model, n: int) -> tuple:
@@ -99,7 +98,7 @@ def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
     impact = (v_x < -p.impact_threshold) & (d - v_x * dt > 0)
     resting = jnp.where(d >= 0, p.correction_rate * jnp.maximum(d - p.contact_tolerance, 0.0), d) / dt
     target = jnp.where(impact, -e * v_x, resting)
-    mu = jnp.where(slip > p.friction_threshold, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
+    mu = jnp.where(slip > model.opt.slip_speed, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
     return target, mu.astype(v_x.dtype)
 
 
@@ -158,8 +157,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
 
     if p.solver == "pgs":
         x0 = jnp.concatenate([p.warm_start * prev, jnp.zeros((nr,), dtype)])
-        x, change = _pgs(H, g, lower, upper, mu, x0, p.pgs_sweeps)
-        stats = SolverStats(jnp.asarray(p.pgs_sweeps, jnp.int32), change)
+        x, change = _pgs(H, g, lower, upper, mu, x0, p.sweeps)
+        stats = SolverStats(jnp.asarray(p.sweeps, jnp.int32), change)
     else:
         def qp_solve(g_, x0):
             return qp.solve(qp.QP(H, g_, lower, upper, mu), x0, opt.solver_tol, max_iter=opt.solver_iterations,
@@ -169,7 +168,7 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
             """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""
             v_end = (A[:3 * m] @ x_ + b[:3 * m]).reshape(m, 3)
             s = math.safe_norm(v_end[:, 1:])
-            sliding = s > p.friction_threshold
+            sliding = s > model.opt.slip_speed
             return jnp.where(c_.active & sliding, mu * s, 0.0)
 
         x0 = jnp.concatenate([prev, jnp.zeros((nr,), dtype)])

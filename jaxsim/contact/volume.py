@@ -28,7 +28,7 @@ Per volume:
    corners and tipped the cube over. Here the spin brakes at ``mu_k m g rho / I``
    (measured 67.76 rad/s^2 for the 0.1 m cube, 0.28 % above the uniformly pressed
    face's) and the slip that picks the friction mode counts ``rho |omega_n|``. Friction:
-   the static cone ``mu_s`` while the slot point slips slower than ``slip_speed``,
+   the static cone ``mu_s`` while the slot point slips slower than ``opt.slip_speed``,
    the kinetic ``mu_k`` above it, with De Saxce's shift, as in the point model;
    and, as SPEC 2 has it, a slot that ended the last step sliding on its kinetic
    cone stays kinetic until a solve stops it inside that cone (``VolumeCarry.
@@ -94,10 +94,9 @@ Array = jax.Array
 
 @pytree_dataclass
 class VolumeParams:
-    contact_stiffness: Array = param(100.0, "1/s, k of SPEC 3: a contact region separates at k times its depth")
+    contact_rate: Array = param(100.0, "1/s, k: a contact region separates at k times its depth")
     contact_relaxation: Array = param(0.01, "lambda: relaxation of the wrench QP, relative to the diagonal of A")
     max_depenetration_speed: Array = param(0.5, "m/s, cap on the separation speed the depth asks for")
-    slip_speed: Array = param(0.01, "m/s, tangential speed above which a volume slips (kinetic friction)")
     alternations: int = param(2, "rounds of force then centre-of-pressure solves (static)", minimum=1, static=True)
 
 
@@ -156,9 +155,9 @@ def _targets(model: Model, problem: Problem):
         Q, c = moments.volume_moments(poly, normal, poly.centroid)
         # the fit at the centroid in the world, then as the slot's rows (Q_slot = T^T Q T)
         twist_w = moments.fit_twist(Q, c, 1e-12 * jnp.trace(Q) + 1e-30)
-        twist = -p.contact_stiffness * _from_world(frame, poly.centroid - pos, twist_w)
+        twist = -p.contact_rate * _from_world(frame, poly.centroid - pos, twist_w)
         shift = jnp.maximum(SLIVER - depth, 0.0)
-        twist = twist.at[0].add(-0.5 * p.contact_stiffness * shift)
+        twist = twist.at[0].add(-0.5 * p.contact_rate * shift)
         cap = p.max_depenetration_speed
         twist = twist * jnp.minimum(1.0, cap / jnp.maximum(twist[0], 1e-30))
         speculative = jnp.zeros(6, twist.dtype).at[0].set(depth / dt)
@@ -167,7 +166,7 @@ def _targets(model: Model, problem: Problem):
 
     twist, start, stop, mask = jax.vmap(one)(vol, c_.frame_w, c_.pos_w, c_.depth, is_volume)
     # point slots (no volume): push out at k depth (capped), or close at most the gap
-    push = jnp.where(c_.depth >= 0, jnp.minimum(p.contact_stiffness * c_.depth, p.max_depenetration_speed),
+    push = jnp.where(c_.depth >= 0, jnp.minimum(p.contact_rate * c_.depth, p.max_depenetration_speed),
                      c_.depth / dt)
     point = jnp.zeros_like(twist).at[:, 0].set(push)
     mask = mask & is_volume[:, None]
@@ -218,7 +217,7 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     m, nr = c_.active.shape[0], rows.dist.shape[0]
     dtype = space.b.dtype
     limit = jnp.where(rows.dist >= 0, rows.dist / opt.timestep,
-                      jnp.maximum(p.contact_stiffness * rows.dist, -p.max_depenetration_speed))
+                      jnp.maximum(p.contact_rate * rows.dist, -p.max_depenetration_speed))
     relax = p.contact_relaxation * jnp.diagonal(space.A)
     H = space.A + jnp.diag(jnp.concatenate([relax[:6 * m], soft_diagonal(rows, relax[6 * m:])]))
     lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])

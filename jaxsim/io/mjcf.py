@@ -14,26 +14,39 @@ filterexact activation on hinge/slide joints or fixed tendons; inertia-box fluid
 Anything else raises ``ModelError`` naming the element and what is supported.
 
 Option flags that disable gravity, springs, dampers or control clamping are applied
-to the Model. MuJoCo's implicit integrators map to jaxsim's semi-implicit Euler with implicit joint
-damping. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient.
+to the Model. MuJoCo's ``implicit`` and ``implicitfast`` integrators (and any other
+jaxsim lacks) map to jaxsim's semi-implicit Euler with implicit joint damping, with a
+``UserWarning`` saying so. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient.
 Geom restitution (used by ``springhead``): a custom numeric ``jaxsim:restitution:GEOM``,
 else the restitution of an underdamped ``solref`` (:func:`solref_restitution`), else a
 scene-wide numeric ``jaxsim:restitution``, else the contact model's default.
+
+Custom elements named ``jaxsim:...`` (:func:`custom_options`): texts ``jaxsim:contact``
+(the contact model) and ``jaxsim:contact_mode[:body1[:body2]]``, numerics
+``jaxsim:restitution[:geom]``, and ``jaxsim:KEY`` (a text or a numeric) for any scene
+option or parameter of the contact model (``jaxsim.options``), e.g.
+``<numeric name="jaxsim:solver_iterations" data="100"/>``. Keyword options given to the
+loader win over the file's.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim import contact as contact_models
+from jaxsim import options as model_options
 from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.names import current_name, rename
 from jaxsim.io.urdf import resolve_urdf
 from jaxsim.types import Model
 
 CYLINDER_SIDES = 16
 ELLIPSOID_RINGS = 6
+MAX_INT32 = 2**31 - 1  # MuJoCo's int fields (maxhullvert)
 
 _INSTALL_HINT = ("loading MJCF/URDF needs MuJoCo's compiler: run pip install -e '.[mujoco]' "
                  "in the jaxsim checkout")
@@ -79,9 +92,9 @@ def limit_hull_vertices(spec, max_hull_vertices: int | None) -> None:
     if max_hull_vertices is None:
         return
     if isinstance(max_hull_vertices, bool) or not isinstance(max_hull_vertices, (int, np.integer)) \
-            or max_hull_vertices < 4:
-        raise ModelError(f"max_hull_vertices must be an integer >= 4 (a hull needs 4 vertices), "
-                         f"got {max_hull_vertices!r}")
+            or not 4 <= max_hull_vertices <= MAX_INT32:
+        raise ModelError(f"max_hull_vertices must be an integer >= 4 (a hull needs 4 vertices) and "
+                         f"<= {MAX_INT32}, got {max_hull_vertices!r}")
     for mesh in spec.meshes:
         if mesh.maxhullvert < 0 or mesh.maxhullvert > max_hull_vertices:
             mesh.maxhullvert = int(max_hull_vertices)
@@ -95,8 +108,13 @@ def load_mjcf(source: str, dtype=jnp.float32, max_hull_vertices: int | None = No
       dtype: float dtype of the Model's arrays.
       max_hull_vertices: cap every mesh's convex hull at this many vertices (MuJoCo's
         ``maxhullvert``, :func:`limit_hull_vertices`); None keeps the file's hulls.
-      **options: ModelBuilder options overriding the file's (``timestep``,
-        ``integrator``, ``forward_dynamics``, ...).
+      **options: ModelBuilder options and parameters of the contact model
+        (``timestep``, ``integrator``, ``contact``, ``solver_iterations``, ...;
+        ``jaxsim.options``), overriding the file's.
+
+    Raises:
+      ModelError: an element jaxsim does not support, an unknown option (naming the
+        allowed ones) or a bad value.
     """
     return from_mjmodel(_compile(source, max_hull_vertices), dtype=dtype, **options)
 
@@ -306,15 +324,23 @@ def _mesh_hull(m, mesh_id: int):
 
 
 def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
-    """Convert a compiled ``mujoco.MjModel`` into a jaxsim Model."""
+    """Convert a compiled ``mujoco.MjModel`` into a jaxsim Model.
+
+    Args:
+      m: the compiled model.
+      dtype: float dtype of the Model's arrays.
+      **options: as for ``load_mjcf``: they win over the model's options and its
+        ``jaxsim:`` custom elements.
+    """
     mujoco = _mujoco()
     obj = mujoco.mjtObj
     _unsupported_checks(m)
-    integrator = {int(mujoco.mjtIntegrator.mjINT_RK4): "rk4"}.get(int(m.opt.integrator), "euler")
+    integrator, asked = _integrator(m)
+    # MuJoCo's Euler takes damping implicitly unless eulerdamp is disabled; its implicit integrators always do
+    euler_damp = not (int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP))
     opts = dict(timestep=float(m.opt.timestep), gravity=np.array(m.opt.gravity),
                 density=float(m.opt.density), viscosity=float(m.opt.viscosity),
-                wind=np.array(m.opt.wind), integrator=integrator,
-                implicit_damping=not (int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)))
+                wind=np.array(m.opt.wind), integrator=integrator, implicit_damping=euler_damp or asked is not None)
     disabled = int(m.opt.disableflags)
     flag = lambda name: bool(disabled & int(getattr(mujoco.mjtDisableBit, name)))  # noqa: E731
     if flag("mjDSBL_GRAVITY"):
@@ -325,12 +351,25 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
     if flag("mjDSBL_CONTACT"):
         opts["contact_mode"] = "none"
     if flag("mjDSBL_CONSTRAINT"):
-        opts["constraints"] = False
+        opts["constraint"] = False
     texts, numerics = _custom_texts(m), _custom_numerics(m)
     _check_restitution_names(m, numerics)
-    if "jaxsim:contact" in texts:
-        opts["contact"] = texts["jaxsim:contact"]
+    try:  # former option names: the current ones, with a warning
+        options = rename(options, "load_mjcf")
+    except ValueError as e:
+        raise ModelError(str(e)) from None
+    file_opts = custom_options(texts, numerics, options.get("contact"))
+    opts.update(file_opts)
+    model_options.check_names(options, options.get("contact", opts.get("contact", model_options.default_contact())))
     opts.update(options)
+    if asked is not None and "integrator" not in file_opts and "integrator" not in options:
+        warnings.warn(f"MuJoCo's {asked!r} integrator is not available in jaxsim: using 'euler' (semi-implicit) "
+                      "with implicit joint damping (implicit_damping=True), as MuJoCo's implicit integrators "
+                      "treat damping; other velocity-dependent forces stay explicit (implicit_pd=True solves "
+                      "position and velocity servos implicitly). Pass integrator='euler' or 'rk4' to choose one.",
+                      UserWarning, stacklevel=2)
+    if "contact_mode" in options:  # the caller's scene-wide mode wins over the file's
+        texts.pop("jaxsim:contact_mode", None)
     b = ModelBuilder(**opts)
 
     body_names = [_name(m, obj.mjOBJ_BODY, i, "body") for i in range(m.nbody)]
@@ -419,6 +458,94 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
                    restitution=solref_restitution(m.pair_solref[p]))
     _contact_modes(b, texts)
     return b.build(dtype)
+
+
+def _integrator(m) -> tuple[str, str | None]:
+    """jaxsim's integrator for MuJoCo's ``m.opt.integrator``, and the name of MuJoCo's
+    when jaxsim has no such integrator (``implicit``, ``implicitfast``, ...: then
+    "euler", whose implicit joint damping is what they do for damping), else None."""
+    mujoco = _mujoco()
+    kind = int(m.opt.integrator)
+    known = {int(mujoco.mjtIntegrator.mjINT_EULER): "euler", int(mujoco.mjtIntegrator.mjINT_RK4): "rk4"}
+    if kind in known:
+        return known[kind], None
+    try:
+        asked = mujoco.mjtIntegrator(kind).name.replace("mjINT_", "").lower()
+    except ValueError:  # pragma: no cover - a MuJoCo newer than this module
+        asked = str(kind)
+    return "euler", asked
+
+
+# custom elements with their own meaning: their kind and how many ":NAME" parts may follow
+_CUSTOM_RESERVED = {"contact": ("text", 0), "contact_mode": ("text", 2), "restitution": ("numeric", 1)}
+
+
+def custom_options(texts: dict, numerics: dict, contact: str | None = None) -> dict:
+    """The scene options and contact-model parameters set by the file's custom
+    elements: ``<text name="jaxsim:contact" data="MODEL"/>`` and, for any scene option
+    or parameter KEY of that model, ``<numeric name="jaxsim:KEY" data="..."/>`` or
+    ``<text name="jaxsim:KEY" data="..."/>`` (values as in ``jaxsim.options.parse``).
+    ``jaxsim:contact_mode[:...]`` and ``jaxsim:restitution[:...]`` are read elsewhere.
+
+    Args:
+      texts, numerics: the model's custom texts and numerics by name.
+      contact: the contact model the caller asks for, overriding the file's; the
+        file's parameters of another model are then left out with a warning.
+
+    Raises:
+      ModelError: an unknown ``jaxsim:`` name (naming the allowed ones), a parameter
+        the file's contact model does not have, or a bad value.
+    """
+    out: dict = {}
+    file_contact = texts.get("jaxsim:contact")
+    if file_contact is not None:
+        file_contact = file_contact.strip()
+        if contact is None and file_contact not in contact_models.MODELS:
+            raise ModelError(f"custom text 'jaxsim:contact': unknown contact model {file_contact!r}; "
+                             f"one of {sorted(contact_models.MODELS)}")
+        out["contact"] = file_contact
+    selected = contact or file_contact or model_options.default_contact()
+    scene, params = model_options.scene_options(), model_options.contact_params(selected)
+    everywhere = model_options.all_contact_params()
+    for kind, entries in (("text", texts), ("numeric", numerics)):
+        for name, data in entries.items():
+            parts = (name or "").split(":")
+            if parts[0] != "jaxsim" or len(parts) < 2:
+                continue
+            key, where = parts[1], f"custom {kind} {name!r}"
+            if key in _CUSTOM_RESERVED:
+                want, extra = _CUSTOM_RESERVED[key]
+                if kind != want:
+                    raise ModelError(f"{where}: jaxsim:{key} must be a custom {want}")
+                if len(parts) > 2 + extra:
+                    raise ModelError(f"{where}: expected jaxsim:{key}"
+                                     + "".join(f"[:{n}" for n in ("name1", "name2")[:extra]) + "]" * extra)
+                continue  # read where it is used
+            if key != current_name(key) and len(parts) == 2:
+                warnings.warn(f"{where}: {key!r} is a former name; use jaxsim:{current_name(key)}",
+                              DeprecationWarning, stacklevel=3)
+                key = current_name(key)
+            if len(parts) > 2 or (key not in scene and key not in everywhere):
+                raise ModelError(f"{where}: unknown name; allowed: jaxsim:contact, "
+                                 "jaxsim:contact_mode[:body1[:body2]], jaxsim:restitution[:geom] and "
+                                 f"jaxsim:KEY for KEY among the {model_options.allowed(selected)}")
+            if key not in scene and key not in params:
+                if contact is not None and contact != file_contact:
+                    warnings.warn(f"{where}: contact model {contact!r} has no parameter {key!r}; left out "
+                                  f"(the file's contact model is {file_contact or model_options.default_contact()!r})",
+                                  UserWarning, stacklevel=3)
+                    continue
+                raise ModelError(f"{where}: contact model {selected!r} has no parameter {key!r} (a "
+                                 f"parameter of {', '.join(everywhere[key][1])}); its parameters: "
+                                 f"{', '.join(params) or 'none'}")
+            if key in out:
+                raise ModelError(f"{where}: jaxsim:{key} is set twice")
+            try:
+                out[key] = (model_options.parse(key, data, selected) if kind == "text"
+                            else model_options.from_numbers(key, data, selected))
+            except ModelError as e:
+                raise ModelError(f"{where}: {e}") from None
+    return out
 
 
 def _custom_texts(m) -> dict:

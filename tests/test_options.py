@@ -1,0 +1,50 @@
+"""Option names: the README's option table is the generated one, every scene option
+is documented, and former names still work with a ``DeprecationWarning`` naming the
+new one (builder, scenes, loaders)."""
+
+import pathlib
+
+import jax.numpy as jnp
+import pytest
+
+from jaxsim import ModelBuilder, scenes
+from jaxsim.builder import SCENE_OPTIONS
+from jaxsim.names import RENAMED
+from jaxsim.options import markdown_table, scene_options
+
+README = pathlib.Path(__file__).parent.parent / "README.md"
+
+
+def test_readme_table_is_generated_and_current():
+    text = README.read_text()
+    start, end = "<!-- options-table:start -->\n", "<!-- options-table:end -->"
+    table = text[text.index(start) + len(start):text.index(end)]
+    assert table == markdown_table(), "README's option table is stale: paste `python -m jaxsim.options`"
+    assert set(SCENE_OPTIONS) == set(scene_options())
+    for former in RENAMED:  # the README names each former name
+        assert f"`{former}`" in text
+
+
+@pytest.mark.parametrize("former, value, read", [
+    ("contact_stiffness", 500.0, lambda m: float(m.contact_params.contact_rate)),
+    ("constraints", False, lambda m: m.opt.constraint),
+    ("penalty_slip_speed", 0.02, lambda m: float(m.opt.slip_speed)),
+])
+def test_former_builder_names_warn_and_work(former, value, read):
+    with pytest.warns(DeprecationWarning, match=f"'{former}' is deprecated, use '{RENAMED[former]}'"):
+        model = scenes.cube(dtype=jnp.float64, **{former: value})
+    assert read(model) == pytest.approx(value)
+
+
+def test_former_model_parameter_names_warn_and_work():
+    with pytest.warns(DeprecationWarning, match="'friction_model' is deprecated, use 'solver'"):
+        b = ModelBuilder(contact="cone", friction_model="nakaoka", iterations=7)
+    assert b.contact_params == {"solver": "nakaoka", "sweeps": 7}
+    with pytest.warns(DeprecationWarning, match="'friction_threshold' is deprecated, use 'slip_speed'"):
+        b = ModelBuilder(contact="springhead", friction_threshold=0.03, pgs_sweeps=4)
+    assert b.stage_params["slip_speed"] == 0.03 and b.contact_params == {"sweeps": 4}
+    with pytest.warns(DeprecationWarning, match="'implicit' is deprecated, use 'implicit_pd'"):
+        model = scenes.quadruped(implicit=False, dtype=jnp.float64)
+    assert not any(model.topo.actuator_implicit)
+    with pytest.raises(ValueError, match="'pgs_sweeps' is the former name of 'sweeps'; give only 'sweeps'"):
+        ModelBuilder(contact="springhead", pgs_sweeps=4, sweeps=5)
