@@ -206,7 +206,7 @@ def _units_and_meaning(doc: str) -> tuple[str, str]:
 def markdown_table() -> str:
     """Every option with its units, default and meaning, as Markdown: the scene-wide
     options of ``ModelBuilder`` (``jaxsim.builder.SCENE_OPTIONS``), then each contact
-    model's parameters (the ``param`` metadata of its ``params``). The README's
+    model that ships with jaxsim (the ``param`` metadata of its ``params``). The README's
     option table is this text (``python -m jaxsim.options`` prints it)."""
     from jaxsim.builder import SCENE_OPTIONS
 
@@ -214,7 +214,7 @@ def markdown_table() -> str:
     for name, default in scene_options().items():
         units, meaning = SCENE_OPTIONS[name]
         rows.append(f"| `{name}` | scene | {units} | {_value(default)} | {meaning} |")
-    for model in sorted(contact_models.MODELS):
+    for model in contact_models.BUILTIN:
         for name, f in contact_params(model).items():
             units, meaning = _units_and_meaning(f.metadata["doc"])
             rows.append(f"| `{name}` | `{model}` | {units} | {_value(f.default)} | {meaning} |")

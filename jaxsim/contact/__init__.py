@@ -181,3 +181,5 @@ def zero_stats(dtype) -> SolverStats:
 
 # built-in models register themselves on import
 from jaxsim.contact import cone, penalty, point, springhead, volume  # noqa: E402,F401
+
+BUILTIN: tuple[str, ...] = tuple(sorted(MODELS))  # the models that ship with jaxsim
