@@ -106,6 +106,10 @@ def test_side_by_side_envs(humanoid_run):
     fig = jaxsim.viz.animate(model, batched, envs=[0, 1], spacing=3.0, fps=5)
     a, b = (np.stack([t.x, t.y, t.z], -1) for t in fig.frames[-1].data[:2])
     np.testing.assert_allclose(b - a, np.broadcast_to([3.0, 0.0, 0.0], a.shape), atol=1e-5)
+    # a partly batched Model (jaxsim.randomize batches only the fields it draws)
+    partial = model.replace(geom_size=jnp.stack([model.geom_size, model.geom_size]))
+    fig2 = jaxsim.viz.animate(partial, batched, envs=[0, 1], spacing=3.0, fps=5)
+    np.testing.assert_allclose(fig2.frames[-1].data[1].x, fig.frames[-1].data[1].x)
 
 
 def _pixels(png):

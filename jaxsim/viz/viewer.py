@@ -14,6 +14,7 @@ JavaScript in the file, which is what working offline needs (see the README).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -42,11 +43,29 @@ def _rgb(c) -> str:
     return f"rgb({r},{g},{b})"
 
 
+@functools.lru_cache(maxsize=1)
+def _field_ranks() -> dict:
+    """The rank of each Model array field of one (unbatched) model, by field path."""
+    from jaxsim.builder import ModelBuilder
+
+    reference = ModelBuilder().build()
+    return {jax.tree_util.keystr(path): np.ndim(x) for path, x in
+            jax.tree_util.tree_flatten_with_path(reference.replace(contact_params=None))[0]}
+
+
 def _model_of(model: Model, e: int | None) -> Model:
-    """Env ``e``'s model when ``model`` is a batch of models (leading axis on arrays)."""
-    if e is None or np.ndim(model.body_mass) == 1:
+    """Env ``e``'s model when ``model`` is a batch of models: the leaves with a leading
+    batch axis are indexed, the others (shared by the batch, as ``jaxsim.randomize``
+    leaves them) are kept."""
+    if e is None:
         return model
-    return jax.tree.map(lambda x: x[e], model)
+    ranks = _field_ranks()
+
+    def pick(path, x):
+        rank = ranks.get(jax.tree_util.keystr(path), 0)  # contact parameters are scalars
+        return x[e] if np.ndim(x) > rank else x
+
+    return jax.tree_util.tree_map_with_path(pick, model)
 
 
 def _frames(traj: State, e: int | None, fps: float, max_frames: int):
