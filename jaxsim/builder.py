@@ -41,7 +41,8 @@ DEFAULT_FRICTION = (0.5, 0.3)
 
 # Model arrays of explicit pair parameters and the ``add_pair`` argument filling each
 _PAIR_OVERRIDES = {"pair_friction": "friction", "pair_restitution": "restitution",
-                   "pair_penalty_stiffness": "stiffness", "pair_penalty_damping": "damping"}
+                   "pair_penalty_stiffness": "penalty_stiffness", "pair_penalty_damping": "penalty_damping"}
+_PAIR_RENAMED = {"stiffness": "penalty_stiffness", "damping": "penalty_damping"}  # add_pair's former names
 
 
 class ModelError(ValueError):
@@ -129,8 +130,8 @@ class _Pair:
     mode: ContactMode | None
     friction: np.ndarray | None
     restitution: float | None
-    stiffness: float | None
-    damping: float | None
+    penalty_stiffness: float | None
+    penalty_damping: float | None
 
 
 @dataclasses.dataclass
@@ -693,24 +694,32 @@ class ModelBuilder:
         self.mode_rules.append((m, names, group is not None))
 
     def add_pair(self, geom1: str, geom2: str, *, mode: str | None = None, friction=None,
-                 restitution: float | None = None, stiffness: float | None = None,
-                 damping: float | None = None) -> None:
+                 restitution: float | None = None, penalty_stiffness: float | None = None,
+                 penalty_damping: float | None = None, **former) -> None:
         """An explicit geom pair (MJCF ``<contact><pair>``): it collides even where
-        contype/conaffinity or an exclude would filter it, and its parameters override
-        those derived from the geoms in the step. ``friction``: (static, kinetic); ``stiffness``,
-        ``damping``: N/m, N s/m of a penalty pair."""
+        contype/conaffinity or an exclude would filter it, and the parameters given
+        here replace those derived from the geoms in the step (None: derived).
+        ``friction``: (static, kinetic); ``penalty_stiffness``, ``penalty_damping``:
+        N/m, N s/m of a penalty pair (former names ``stiffness``, ``damping``)."""
         where = f"pair ({geom1!r}, {geom2!r})"
+        former = names.rename(former, f"add_pair {where}", renamed=_PAIR_RENAMED)
+        unknown = sorted(set(former) - {"penalty_stiffness", "penalty_damping"})
+        if unknown:
+            raise ModelError(f"{where}: unknown argument(s) {unknown}")
+        penalty_stiffness = former.get("penalty_stiffness", penalty_stiffness)
+        penalty_damping = former.get("penalty_damping", penalty_damping)
         f = None if friction is None else _vec(np.resize(np.asarray(friction, float).reshape(-1), 2), 2,
                                                 f"{where} friction")
         if f is not None and np.any(f < 0):
             raise ModelError(f"{where}: friction must be >= 0, got {f.tolist()}")
-        for label, val in (("restitution", restitution), ("stiffness", stiffness), ("damping", damping)):
+        for label, val in (("restitution", restitution), ("penalty_stiffness", penalty_stiffness),
+                           ("penalty_damping", penalty_damping)):
             if val is not None and not (np.isfinite(val) and val >= 0):
                 raise ModelError(f"{where}: {label} must be >= 0, got {val}")
         if restitution is not None and restitution > 1:
             raise ModelError(f"{where}: restitution must be in [0, 1], got {restitution}")
         self.pairs.append(_Pair(geom1, geom2, None if mode is None else _mode(mode, where), f,
-                                restitution, stiffness, damping))
+                                restitution, penalty_stiffness, penalty_damping))
 
     # ------------------------------------------------------------------- build
 

@@ -29,16 +29,17 @@ def current_name(name: str) -> str:
     return RENAMED.get(name, name)
 
 
-def rename(options: dict, where: str, stacklevel: int = 3) -> dict:
+def rename(options: dict, where: str, stacklevel: int = 3, renamed: dict | None = None) -> dict:
     """``options`` with former names replaced by current ones, one
-    ``DeprecationWarning`` per former name (``where`` says who received it).
+    ``DeprecationWarning`` per former name (``where`` says who received it;
+    ``renamed``: another table than ``RENAMED``, for one function's arguments).
 
     Raises:
       ValueError: a former name and its current name are both given.
     """
     out = {}
     for name, value in options.items():
-        new = RENAMED.get(name)
+        new = (RENAMED if renamed is None else renamed).get(name)
         if new is None:
             out[name] = value
             continue

@@ -290,3 +290,26 @@ def test_params_declared_by_each_model():
         for f in dataclasses.fields(cls):
             assert f.metadata["doc"], (name, f.name)
         assert isinstance(contact.make_params(name, jnp.float64), cls)
+
+
+def test_explicit_pair_friction_overrides_the_geoms():
+    """A cube sliding at 1 m/s on a floor whose pair says mu = 0.2 (both geoms 0.8)
+    stops after v^2 / (2 mu g); the geoms' friction no longer matters for that pair,
+    the pair's own does."""
+    b = ModelBuilder(timestep=1e-3)
+    b.add_geom("world", "plane", name="floor", friction=(0.8, 0.8))
+    b.add_body("cube", pos=(0, 0, 0.0499), mass=0.5, inertia=(1e-3,) * 3)
+    b.add_joint("cube", "free")
+    b.add_geom("cube", "box", (0.05,) * 3, name="cube", friction=(0.8, 0.8))
+    b.add_pair("floor", "cube", friction=(0.2, 0.2))
+    model = b.build(jnp.float64)
+
+    @jax.jit
+    def slide(m):
+        s = jaxsim.make_state(m, v=jnp.array([1.0, 0, 0, 0, 0, 0]))
+        return jax.lax.fori_loop(0, 600, lambda _, s: jaxsim.step(m, s), s).q[0]
+
+    base = float(slide(model))
+    np.testing.assert_allclose(base, 1 / (2 * 0.2 * 9.81), rtol=0.01)
+    assert float(slide(model.replace(geom_friction=model.geom_friction * 0.5))) == base
+    assert float(slide(model.replace(pair_friction=model.pair_friction * 2))) < 0.6 * base

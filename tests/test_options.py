@@ -48,3 +48,16 @@ def test_former_model_parameter_names_warn_and_work():
     assert not any(model.topo.actuator_implicit)
     with pytest.raises(ValueError, match="'pgs_sweeps' is the former name of 'sweeps'; give only 'sweeps'"):
         ModelBuilder(contact="springhead", pgs_sweeps=4, sweeps=5)
+
+
+def test_add_pair_former_names_warn_and_work():
+    b = ModelBuilder()
+    b.add_geom("world", "plane", name="floor")
+    b.add_body("ball", pos=(0, 0, 0.1), mass=1.0)
+    b.add_joint("ball", "free")
+    b.add_geom("ball", "sphere", (0.05,), name="ball")
+    with pytest.warns(DeprecationWarning, match="'stiffness' is deprecated, use 'penalty_stiffness'"):
+        b.add_pair("floor", "ball", mode="penalty", stiffness=2e5, penalty_damping=50.0)
+    model = b.build(jnp.float64)
+    assert float(model.pair_penalty_stiffness[0]) == 2e5 and float(model.pair_penalty_damping[0]) == 50.0
+    assert model.topo.pair_penalty_stiffness_id == model.topo.pair_penalty_damping_id == (0,)
