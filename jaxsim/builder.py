@@ -295,7 +295,7 @@ class ModelBuilder:
           slip_speed: m/s, tangential speed above which a contact slips: friction
             takes the kinetic coefficient (every contact model; penalty pairs'
             friction is viscous below it).
-          implicit_pd: the default of ``add_actuator(implicit=...)``: every servo
+          implicit_pd: the default of ``add_actuator(implicit_pd=...)``: every servo
             (position or velocity feedback) is solved implicitly, as a constraint
             row (seed 001; ``contact/rows.py``); other actuators stay explicit.
         """
@@ -561,7 +561,8 @@ class ModelBuilder:
                      tendon: str | None = None, kind: str = "motor", gear=1.0,
                      kp: float = 0.0, kv: float = 0.0, gain: float | None = None,
                      bias=None, ctrlrange=None, forcerange=None, actrange=None,
-                     dyntype: str = "none", tau: float = 1.0, implicit: bool | None = None) -> str:
+                     dyntype: str = "none", tau: float = 1.0, implicit_pd: bool | None = None,
+                     **former) -> str:
         """Add an actuator on a hinge/slide/ball joint or a tendon.
 
         ``force = gain * u + bias[0] + bias[1] * length + bias[2] * velocity`` with
@@ -573,12 +574,17 @@ class ModelBuilder:
         position servos with gears along x, y, z hold a target orientation. ``kind`` fills gain and bias:
         "motor" (gain 1), "position" (PD servo: gain kp, bias (0, -kp, -kv)),
         "velocity" (gain kv, bias (0, 0, -kv)) or "general" (give gain and bias).
-        ``implicit``: evaluate the feedback at the step's end, solved with the
+        ``implicit_pd``: evaluate the feedback at the step's end, solved with the
         constraints (seed 001: stable at large dt; needs ``bias[1] <= 0``,
-        ``bias[2] <= 0``, not both 0); None: the builder's ``implicit_pd``.
+        ``bias[2] <= 0``, not both 0); None: the builder's ``implicit_pd``. (Former
+        name: ``implicit``.)
         """
         name = self._name("actuator", name, len(self.actuators))
         where = f"actuator {name!r}"
+        former = names.rename(former, f"add_actuator {where}")
+        if set(former) - {"implicit_pd"}:
+            raise ModelError(f"{where}: unknown argument(s) {sorted(set(former) - {'implicit_pd'})}")
+        implicit_pd = former.get("implicit_pd", implicit_pd)
         if (joint is None) == (tendon is None):
             raise ModelError(f"{where}: give exactly one of joint= or tendon=")
         if kind == "motor":
@@ -608,11 +614,11 @@ class ModelBuilder:
                 if not r[0] <= r[1]:
                     raise ModelError(f"{where}: {label} must have low <= high, got {r.tolist()}")
             ranges.append(r)
-        if implicit and not _servo(b):
-            raise ModelError(f"{where}: implicit=True needs position or velocity feedback (bias[1] <= 0, "
+        if implicit_pd and not _servo(b):
+            raise ModelError(f"{where}: implicit_pd=True needs position or velocity feedback (bias[1] <= 0, "
                              f"bias[2] <= 0, not both 0), got bias {b.tolist()}")
         self.actuators.append(_Actuator(name, joint, tendon, gear, g, b, *ranges,
-                                        _DYNS[dyntype], float(tau), implicit))
+                                        _DYNS[dyntype], float(tau), implicit_pd))
         return name
 
     def add_tendon(self, name: str, coefs: dict, *, stiffness: float = 0.0,

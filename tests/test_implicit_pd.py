@@ -106,14 +106,14 @@ def test_builder_rejects_what_implicit_pd_cannot_do():
     b.add_body("arm")
     b.add_joint("arm", "hinge", name="j", actuator_force_range=(-1, 1))
     with pytest.raises(ModelError, match="needs position or velocity feedback"):
-        b.add_actuator("motor", joint="j", implicit=True)
-    b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit=True)
+        b.add_actuator("motor", joint="j", implicit_pd=True)
+    b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit_pd=True)
     with pytest.raises(ModelError, match="actuatorfrcrange"):
         b.build()
     b = ModelBuilder(constraint=False)
     b.add_body("arm")
     b.add_joint("arm", "hinge", name="j")
-    b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit=True)
+    b.add_actuator("servo", joint="j", kind="position", kp=10.0, implicit_pd=True)
     with pytest.raises(ModelError, match="constraint=False"):
         b.build()
     b = ModelBuilder(implicit_pd=True)  # the scene default leaves motors explicit
