@@ -251,6 +251,7 @@ SCENE_OPTIONS = {
     "penalty_damping": ("N s/m", "damper of penalty pairs"),
     "slip_speed": ("m/s", "tangential speed above which friction is kinetic (every contact model)"),
     "implicit_pd": ("", "servos solved implicitly with the constraints"),
+    "fluid": ("", "fluid forces of the medium on (None: when density or viscosity > 0)"),
 }
 
 
@@ -267,7 +268,8 @@ class ModelBuilder:
                  contact_margin: float = 1e-3, solver_tol: float = 1e-6, solver_iterations: int = 500,
                  adjoint: str = "implicit", max_contacts: int = 0, edge_contacts: bool = True,
                  narrow_pairs: int = 0, penalty_stiffness: float = 1e6, penalty_damping: float = 1000.0,
-                 slip_speed: float = 0.01, implicit_pd: bool = False, **contact_params):
+                 slip_speed: float = 0.01, implicit_pd: bool = False, fluid: bool | None = None,
+                 **contact_params):
         """Scene-wide options.
 
         Args:
@@ -295,6 +297,9 @@ class ModelBuilder:
           slip_speed: m/s, tangential speed above which a contact slips: friction
             takes the kinetic coefficient (every contact model; penalty pairs'
             friction is viscous below it).
+          fluid: apply the medium's fluid forces (``density``, ``viscosity``,
+            ``wind`` are read only then); None: when ``density`` or ``viscosity`` is
+            above 0. True lets a batch of Models vary the medium from zero.
           implicit_pd: the default of ``add_actuator(implicit_pd=...)``: every servo
             (position or velocity feedback) is solved implicitly, as a constraint
             row (seed 001; ``contact/rows.py``); other actuators stay explicit.
@@ -349,6 +354,7 @@ class ModelBuilder:
         self.timestep = float(timestep)
         self.gravity = _vec(gravity, 3, "gravity")
         self.density, self.viscosity = float(density), float(viscosity)
+        self.fluid = self.density > 0 or self.viscosity > 0 if fluid is None else bool(fluid)
         self.wind = _vec(wind, 3, "wind")
         self.bodies: list[_Body] = []
         self.joints: list[_Joint] = []
@@ -964,7 +970,7 @@ class ModelBuilder:
         return Options(timestep=arr(self.timestep), gravity=arr(self.gravity),
                        density=arr(self.density), viscosity=arr(self.viscosity), wind=arr(self.wind),
                        **{name: arr(value) for name, value in self.stage_params.items()},
-                       contact=self.contact, fluid=self.density > 0 or self.viscosity > 0, **self.flags)
+                       contact=self.contact, fluid=self.fluid, **self.flags)
 
     def _implicit(self, a: _Actuator, joints: list) -> bool:
         """Whether actuator ``a`` is solved implicitly (``add_actuator``)."""

@@ -183,7 +183,7 @@ class Options:
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
     implicit_gyroscopic: bool = static(True)  # Euler: free / ball joints' gyroscopic torque at v+ (MuJoCo: explicit)
-    fluid: bool = static(False)  # apply fluid forces (set when density or viscosity > 0)
+    fluid: bool = static(False)  # apply fluid forces (ModelBuilder's fluid: by default when density or viscosity > 0)
     contact: str = static("relaxed")  # the contact model (jaxsim.contact.MODELS): "relaxed", "rigid", "penalty", ...
     constraint: bool = static(True)  # False: no contacts and no constraint rows at all (MuJoCo's constraint flag)
     solver_iterations: int = static(500)  # QP iteration cap
@@ -208,7 +208,7 @@ class Model:
     matter where the structure gives them a role:
 
       * ``opt.density``, ``opt.viscosity``, ``opt.wind``: where ``opt.fluid`` is on (a
-        model built with a density or viscosity above 0);
+        model built with ``fluid=True``, or with a density or viscosity above 0);
       * ``opt.penalty_*`` and ``pair_penalty_*``: penalty pairs
         (``ContactMode.PENALTY``); ``geom_restitution``: contact models with
         restitution (``springhead``); ``opt.solver_tol``: QP solves;

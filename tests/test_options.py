@@ -61,3 +61,10 @@ def test_add_pair_former_names_warn_and_work():
     model = b.build(jnp.float64)
     assert float(model.pair_penalty_stiffness[0]) == 2e5 and float(model.pair_penalty_damping[0]) == 50.0
     assert model.topo.pair_penalty_stiffness_id == model.topo.pair_penalty_damping_id == (0,)
+
+
+def test_fluid_forces_can_be_switched_on_without_a_medium():
+    """``fluid=True`` keeps the medium's fields live at zero density, so a batch of
+    Models can vary it from zero; by default a model without a medium skips them."""
+    assert ModelBuilder(fluid=True).build().opt.fluid
+    assert not ModelBuilder().build().opt.fluid and ModelBuilder(density=1.2).build().opt.fluid
