@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import contact as contact_models
-from jaxsim import names
+from jaxsim import names as option_names
 from jaxsim.collision.pairs import candidate_pairs
 from jaxsim.types import ContactMode, DynType, GeomType, JointType, Model, Options, Topology
 
@@ -304,7 +304,7 @@ class ModelBuilder:
             (position or velocity feedback) is solved implicitly, as a constraint
             row (seed 001; ``contact/rows.py``); other actuators stay explicit.
         """
-        contact_params = names.rename(contact_params, "ModelBuilder")  # former names, with a warning
+        contact_params = option_names.rename(contact_params, "ModelBuilder")  # former names, with a warning
         constraint = contact_params.pop("constraint", constraint)
         slip_speed = contact_params.pop("slip_speed", slip_speed)
         implicit_pd = contact_params.pop("implicit_pd", implicit_pd)
@@ -587,7 +587,7 @@ class ModelBuilder:
         """
         name = self._name("actuator", name, len(self.actuators))
         where = f"actuator {name!r}"
-        former = names.rename(former, f"add_actuator {where}")
+        former = option_names.rename(former, f"add_actuator {where}")
         if set(former) - {"implicit_pd"}:
             raise ModelError(f"{where}: unknown argument(s) {sorted(set(former) - {'implicit_pd'})}")
         implicit_pd = former.get("implicit_pd", implicit_pd)
@@ -714,7 +714,7 @@ class ModelBuilder:
         ``friction``: (static, kinetic); ``penalty_stiffness``, ``penalty_damping``:
         N/m, N s/m of a penalty pair (former names ``stiffness``, ``damping``)."""
         where = f"pair ({geom1!r}, {geom2!r})"
-        former = names.rename(former, f"add_pair {where}", renamed=_PAIR_RENAMED)
+        former = option_names.rename(former, f"add_pair {where}", renamed=_PAIR_RENAMED)
         unknown = sorted(set(former) - {"penalty_stiffness", "penalty_damping"})
         if unknown:
             raise ModelError(f"{where}: unknown argument(s) {unknown}")
@@ -908,8 +908,8 @@ class ModelBuilder:
         """The pair table (candidates, then explicit pairs), its modes and the explicit
         pairs' parameters (``contact/materials.py`` derives the others in the step)."""
         gid = {g.name: i for i, g in enumerate(self.geoms)}
-        for mode, names, _ in self.mode_rules:
-            for b in names:
+        for _, rule_bodies, _ in self.mode_rules:
+            for b in rule_bodies:
                 if b not in bid:
                     raise ModelError(f"set_contact_mode: unknown body {b!r}")
         explicit = {}
