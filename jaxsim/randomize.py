@@ -17,7 +17,7 @@ on the batched leaves and None elsewhere, which is what ``jax.vmap`` takes::
               shared=True),                                           # one value for all geoms
         Range("dof_damping", 0.5, 2.0, dist="loguniform", index=["hip", "knee"]),
         Range("opt.gravity", -10.0, -9.6, mode="absolute", index=2),  # z component, m/s^2
-        Range("contact_params.slip_speed", 0.005, 0.02, mode="absolute"),
+        Range("contact_params.contact_relaxation", 0.005, 0.02, mode="absolute"),
     ]
     models, in_axes = jaxsim.randomize(model, jax.random.key(0), ranges, num=1024)
     states = jax.vmap(jaxsim.make_state, in_axes=(in_axes,))(models)
@@ -42,15 +42,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.types import JointType, Model
+from jaxsim.types import STRUCTURAL_FIELDS, JointType, Model
 
 Array = jax.Array
 Index = Union[int, str, Sequence[Union[int, str]], None]
 
 MODES = ("scale", "absolute")
 DISTS = ("uniform", "loguniform")
-# float fields that fix shapes or collision geometry the pair table was built from
-STRUCTURAL = ("mesh_vert", "hfield_data")
 # field prefix -> (Topology attribute holding the element names, what an element is)
 NAMED = {"body": ("body_name", "body"), "jnt": ("jnt_name", "joint"),
          "geom": ("geom_name", "geom"), "actuator": ("actuator_name", "actuator"),
@@ -161,7 +159,7 @@ def randomizable_fields(model: Model) -> tuple[str, ...]:
                 if isinstance(getattr(obj, name), jax.Array | np.ndarray)
                 and jnp.issubdtype(getattr(obj, name).dtype, jnp.floating)]
 
-    names = [n for n in floats(model) if n not in STRUCTURAL]
+    names = [n for n in floats(model) if n not in STRUCTURAL_FIELDS]
     names += floats(model.opt, "opt.")
     if dataclasses.is_dataclass(model.contact_params):
         names += floats(model.contact_params, "contact_params.")

@@ -85,7 +85,8 @@ def _springhead():
 
 def _humanoid():
     model = load_mjcf(os.path.join(gymnasium_dir(), "humanoid.xml"), dtype=jnp.float64)
-    return model, jaxsim.make_state(model), 150
+    q = model.qpos0.at[2].add(-0.15)  # the feet on the floor from the start
+    return model, jaxsim.make_state(model, q=q), 60
 
 
 SCENES = {"cube": _cube, "springhead": _springhead, "humanoid": _humanoid}

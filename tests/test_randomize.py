@@ -34,7 +34,7 @@ def test_draws_land_in_their_ranges(chain):
     ranges = [Range("body_mass", 0.5, 2.0, index=["a", "c"]),
               Range("dof_damping", 1.0, 3.0, mode="absolute"),
               Range("opt.gravity", (-1.0, -1.0, -10.0), (1.0, 1.0, -9.0), mode="absolute"),
-              Range("contact_params.slip_speed", 0.5, 2.0, dist="loguniform")]
+              Range("contact_params.contact_relaxation", 0.5, 2.0, dist="loguniform")]
     models, _ = jaxsim.randomize(chain, jax.random.key(0), ranges, num=64)
     mass = np.asarray(models.body_mass)
     assert mass.shape == (64, chain.nbody)
@@ -45,7 +45,7 @@ def test_draws_land_in_their_ranges(chain):
     assert damping.shape == (64, chain.nv) and damping.min() >= 1.0 and damping.max() <= 3.0
     g = np.asarray(models.opt.gravity)
     assert np.all(g >= [-1, -1, -10]) and np.all(g <= [1, 1, -9]) and np.all(g.std(axis=0) > 0.1)
-    ratio = np.asarray(models.contact_params.slip_speed) / float(chain.contact_params.slip_speed)
+    ratio = np.asarray(models.contact_params.contact_relaxation) / float(chain.contact_params.contact_relaxation)
     assert ratio.min() >= 0.5 and ratio.max() <= 2.0
 
 
