@@ -14,20 +14,26 @@ The residual is predicted minus observed, in units of 1 mm / 1 mrad (rotations a
 the rotation vector between the two quaternions).
 
 Method: multiple shooting without continuity constraints. The trajectory is cut into
-K segments of L steps (0.25-0.3 s, per case); every segment is simulated from its own
-initial state, which is an extra unknown: a tangent offset dq (nv: hinge and slide
-coordinates add, a free joint's position adds and its orientation is rotated by a
-rotation vector, so the quaternion stays normalized) from the observed q at the
-segment's first step, and the velocity v, both initialized by a local quadratic fit to the
-observed q (+-w steps: its value and slope). The physical parameters (as logarithms) are shared by all
+K segments of L steps (0.25-0.3 s, per case), starting at the second observation;
+every segment is simulated from its own initial state, which is an extra unknown: a
+tangent offset dq (hinge and slide coordinates add, a free joint's position adds and
+its orientation is rotated by a rotation vector, so the quaternion stays normalized)
+from the observed q at the segment's first step, and the velocity v. Without noise
+they start at the observed q and its backward difference (exact: the step integrates
+q' = q + v' dt); with noise, at the value and slope of a local quadratic fit to the
+observed q (+-w steps). The physical parameters (as logarithms) are shared by all
 segments. Levenberg-Marquardt on the stacked residual: each segment's residual
 depends only on its own state and the parameters, so the Jacobian is one
-``jax.vmap`` over segments of ``jax.jacfwd`` (tangents: the segment's 2 nv state
-unknowns and the parameters; forward mode, since MJX's solver loops are
+``jax.vmap`` over segments of ``jax.jacfwd`` (tangents: the segment's state
+unknowns, 2 nv or fewer, and the parameters; forward mode, since MJX's solver loops are
 ``while_loop``s), assembled into a block-sparse matrix and solved densely (at most a
 few hundred unknowns). Short rollouts keep the residual smooth at the scale of the
 fit's steps (long ones through impacts, joint limits and slipping feet are not, and a
-single-shooting fit of the whole trajectory from a 30 % guess found no descent).
+single-shooting fit of the whole trajectory from a 30 % guess found no descent). The
+horizon grows within the segments (0.2, 0.5, then 1 L); in the shorter stages a
+parameter the horizon does not determine (Gauss-Newton standard deviation above 20 %
+at 1 mm of noise, e.g. mu_s before the box's breakaway) is held, since the noise alone
+would move it.
 float64 throughout. The inputs (controls and applied forces) are replayed open loop,
 as recorded while the data were generated.
 
@@ -67,8 +73,9 @@ Cases:
             geoms; the floor's is 0 so the hoof's governs). Observed: q (base pose
             and 50 joint coordinates), both trunk bodies and the four hooves. The log
             prints how far the hooves slid while down (a sticking hoof carries no
-            friction information). 4 segments of 0.3 s (112 state unknowns each:
-            the cost of the Jacobian grows with them).
+            friction information). 4 segments of 0.3 s; the state unknowns are
+            the base's 6 dofs (12 of the 112: the Jacobian's cost grows with
+            them), the joints start at their estimates.
 
 MJX: the same fits, with the same segments and the same optimizer, through
 ``mjx.step`` on the MuJoCo model of the same scene (the box as an MJCF string built
@@ -84,7 +91,7 @@ differences of the same segmented rollout (cosine and norm ratio per parameter).
 
 Run from the repository root:
 
-    python experiments/sysid.py [--cases a b c] [--quick] [--no-mjx] [--box-dt 5e-4]
+    python experiments/sysid.py [--cases a b c] [--sides jaxsim mjx] [--quick] [--box-dt 5e-4]
 
 ``--quick`` caps the iterations (a smoke run). Writes experiments/results/sysid.json
 and experiments/results/sysid_log.txt and prints the table.
@@ -189,14 +196,26 @@ class Layout:
 
 
 def state_estimate(layout: Layout, q_obs: np.ndarray, t0: int, w: int, dt: float):
-    """(q, v) at step t0 from a least-squares quadratic through the observed q at
-    t0-w..t0+w (tangent offsets from q_obs[t0]): its value and its slope."""
+    """(q, v) at step t0 from the observed q. Without noise (w = 0): q_obs[t0] and the
+    backward difference tangent(q_obs[t0], q_obs[t0-1]) / dt, which is the velocity
+    the step integrated (semi-implicit Euler: q' = q + v' dt), so it is exact. With
+    noise: a least-squares quadratic through q_obs[t0-w..t0+w] (tangent offsets from
+    q_obs[t0]): its value and its slope."""
+    if w == 0:
+        return q_obs[t0], layout.tangent(q_obs[t0], q_obs[t0 - 1]) / dt
     idx = np.arange(max(0, t0 - w), min(len(q_obs), t0 + w + 1))
     d = layout.tangent(q_obs[idx], np.broadcast_to(q_obs[t0], q_obs[idx].shape))
     tt = (idx - t0) * dt
     X = np.stack([np.ones_like(tt), tt, tt ** 2], 1)
     coef = np.linalg.lstsq(X, d, rcond=None)[0]
     return np.asarray(layout.retract(jnp.asarray(q_obs[t0]), jnp.asarray(coef[0]))), coef[1]
+
+
+def velocity_check(layout: Layout, qs: np.ndarray, vs: np.ndarray, dt: float) -> str:
+    """Log line: the backward-difference velocity of the noise-free data against the
+    simulator's own velocities."""
+    err = float(np.max(np.abs(layout.tangent(qs[1:], qs[:-1]) / dt - vs)))
+    return f"backward-difference velocity of the noise-free data vs the simulated one: max error {err:.2g}"
 
 
 # ------------------------------------------------------------------ simulators
@@ -269,16 +288,18 @@ def generate(sim, p, q0, v0, ctrl_fn, forces, n_obs: int):
 
 # ------------------------------------------------------------------ segmented fit
 
-def make_segment_fns(sim, layout: Layout, K: int, L: int):
+def make_segment_fns(sim, layout: Layout, K: int, L: int, dofs: np.ndarray):
     """Jitted ``res(th, Z, data) -> (K, R)`` and ``jac(th, Z, data) -> (Jth (K, R, P),
-    Jz (K, R, 2nv), r (K, R))``; ``data`` = (q_anchor (K, nq), v_anchor (K, nv), inputs
-    (K, L-1, nu), forces (K, L-1, nv), q_obs (K, L, nq), frames_obs (K, L, k, 3))."""
-    nv = layout.nv
+    Jz (K, R, 2 n), r (K, R))``; ``data`` = (q_anchor (K, nq), v_anchor (K, nv), inputs
+    (K, L-1, nu), forces (K, L-1, nv), q_obs (K, L, nq), frames_obs (K, L, k, 3)). A
+    segment's state unknowns z (2 n,) are offsets of the positions and velocities of the
+    ``dofs`` (n,); the other dofs start at their estimates."""
+    n = len(dofs)
 
     def seg_res(th, z, h, qa, va, U, F, qo, fo):
         m = sim.params(jnp.exp(th))
-        q0 = layout.retract(qa, z[:nv] * DQ_UNIT)
-        v0 = va + z[nv:] * DV_UNIT
+        q0 = layout.retract(qa, jnp.zeros(layout.nv, z.dtype).at[dofs].set(z[:n] * DQ_UNIT))
+        v0 = va.at[dofs].add(z[n:] * DV_UNIT)
 
         def body(s, x):
             s = sim.step(m, s, *x)
@@ -298,14 +319,19 @@ def make_segment_fns(sim, layout: Layout, K: int, L: int):
         (jt, jz), r = jax.jacfwd(lambda t, zz: (f(t, zz), f(t, zz)), argnums=(0, 1), has_aux=True)(th, z)
         return jt, jz, r
 
-    def jac(th, Z, data, h=L):
-        return jax.vmap(jac_one, in_axes=(None, 0, None, 0, 0, 0, 0, 0, 0))(th, Z, h, *data)
+    def jac_th_one(th, z, h, *d):  # the parameter columns only (states held)
+        jt, r = jax.jacfwd(lambda t: (seg_res(t, z, h, *d),) * 2, has_aux=True)(th)
+        return jt, jnp.zeros(r.shape + (0,), r.dtype), r
 
-    return jax.jit(res), jax.jit(jac)
+    def jac(th, Z, data, h=L, states=True):
+        one = jac_one if states else jac_th_one
+        return jax.vmap(one, in_axes=(None, 0, None, 0, 0, 0, 0, 0, 0))(th, Z, h, *data)
+
+    return jax.jit(res), jax.jit(jac, static_argnames="states")
 
 
 def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e-9, ftol: float = 1e-12,
-                        max_step: float = 0.2):
+                        max_step: float = 0.2, fit_states: bool = True, hold_std: float = np.inf):
     """Minimise 0.5 |r(th, Z)|^2 over the parameters th (P,) and the segment states Z (K, n).
 
     Marquardt's scaling (damping ``lambda diag(J^T J)``, floored at 1e-9 of its
@@ -313,8 +339,13 @@ def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e
     moves by more than ``max_step`` (a factor e^0.2 = 1.22). The Jacobian is block
     sparse (each segment's rows see its own state and th); the normal equations are
     assembled densely. Returns (th, Z, info): iterations = accepted steps (one
-    Jacobian each), evaluations = residual-only trial rollouts."""
-    P, (K, n) = len(th0), Z0.shape
+    Jacobian each), evaluations = residual-only trial rollouts. With ``fit_states``
+    false Z is held (the parameters alone are fitted; ``jac_fn``'s state block then
+    has no columns). Parameters whose standard deviation at the start (log, for unit
+    noise, the states marginalized) exceeds ``hold_std`` are held: the data at this
+    horizon do not determine them, and noise alone would move them."""
+    P, K = len(th0), Z0.shape[0]
+    n = Z0.shape[1] if fit_states else 0
 
     def normal(th, Z):
         Jt, Jz, r = map(np.asarray, jac_fn(jnp.asarray(th), jnp.asarray(Z)))
@@ -337,18 +368,24 @@ def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e
     if not (ok and np.isfinite(cost)):
         info.update(reason="non-finite Jacobian or residual at the start", cost=cost)
         return th, Z, info
-    lam, nu = 1e-3 * float(np.max(np.diag(A))), 2.0
+    free = np.ones(P + K * n, bool)
+    if np.isfinite(hold_std):
+        free[:P] = log_std(A, P) <= hold_std
+    info["held"] = np.flatnonzero(~free[:P]).tolist()
+    lam, nu = 1e-3, 2.0  # dimensionless: the damping is lam diag(A)
     while info["iterations"] < max_iter:
         d = np.maximum(np.diag(A), 1e-9 * np.max(np.diag(A)) + 1e-300)
+        M = (A + lam * np.diag(d))[np.ix_(free, free)]
+        delta = np.zeros(P + K * n)
         try:
-            delta = np.linalg.solve(A + lam * np.diag(d), -g)
+            delta[free] = np.linalg.solve(M, -g[free])
         except np.linalg.LinAlgError:
-            delta = np.linalg.lstsq(A + lam * np.diag(d), -g, rcond=None)[0]
+            delta[free] = np.linalg.lstsq(M, -g[free], rcond=None)[0]
         delta *= min(1.0, max_step / max(np.max(np.abs(delta[:P])), 1e-300))
         if np.max(np.abs(delta)) < xtol:
             info.update(converged=True, reason="step below xtol")
             break
-        th_new, Z_new = th + delta[:P], Z + delta[P:].reshape(K, n)
+        th_new, Z_new = th + delta[:P], (Z + delta[P:].reshape(K, n)) if n else Z
         r_new = np.asarray(res_fn(jnp.asarray(th_new), jnp.asarray(Z_new)))
         info["evaluations"] += 1
         cost_new = 0.5 * float(np.sum(r_new * r_new)) if np.all(np.isfinite(r_new)) else np.inf
@@ -371,15 +408,21 @@ def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e
         else:
             lam *= nu
             nu *= 2.0
-            if lam > 1e16 * float(np.max(np.diag(A))):
+            if lam > 1e16:
                 info.update(converged=True, reason="no decrease at any damping (stalled)")
                 break
     info["cost"] = cost
-    try:  # standard deviations of the log parameters (the states marginalized), unit noise
-        info["log_std"] = np.sqrt(np.maximum(np.diag(np.linalg.inv(A))[:P], 0.0)).tolist()
-    except np.linalg.LinAlgError:
-        info["log_std"] = [float("nan")] * P
+    info["log_std"] = log_std(A, P).tolist()
     return th, Z, info
+
+
+def log_std(A: np.ndarray, P: int) -> np.ndarray:
+    """Standard deviations (P,) of the log parameters for unit noise, from the
+    Gauss-Newton matrix A (the states marginalized); inf where A is singular."""
+    try:
+        return np.sqrt(np.maximum(np.diag(np.linalg.inv(A))[:P], 0.0))
+    except np.linalg.LinAlgError:
+        return np.full(P, np.inf)
 
 
 def gradient_check(res_fn, jac_fn, th, Z, data, eps=(1e-3, 1e-5)) -> list[dict]:
@@ -433,13 +476,13 @@ def box_case(dt: float) -> dict:
     gid, bid = model.geom_id("box"), model.body_id("box")
     L = int(round(BOX_SEG / dt))
     K = int(round(BOX_T / BOX_SEG))
-    forces = jnp.asarray(box_force(dt, K * L - 1))
+    forces = jnp.asarray(box_force(dt, K * L))
 
     def model_fn(m, p):
         return m.replace(geom_friction=m.geom_friction.at[gid].set(p[:2]), body_mass=m.body_mass.at[bid].set(p[2]))
 
     q0 = np.array([0, 0, 0.2, 1, 0, 0, 0.0])
-    common = dict(layout=Layout(model), K=K, L=L, dt=dt, window=10, noisy_window=int(round(0.04 / dt)), q0=q0,
+    common = dict(layout=Layout(model), K=K, L=L, dt=dt, window=int(round(0.04 / dt)), q0=q0,
                   v0=np.asarray(BOX_V0),
                   forces=forces, ctrl_fn=lambda k, q, v: jnp.zeros((0,)))
     out = dict(name="a box", common=common,
@@ -513,7 +556,7 @@ def arm_case(dt_unused: float) -> dict:
     model = load_mjcf(path, dtype=jnp.float64, solver_tol=1e-10)
     dt = float(model.opt.timestep)
     K, L = int(round(ARM_T / ARM_SEG)), int(round(ARM_SEG / dt))
-    n = K * L - 1
+    n = K * L
     ref, noise = map(jnp.asarray, arm_reference(n, dt))
     nu = model.nu
 
@@ -531,7 +574,7 @@ def arm_case(dt_unused: float) -> dict:
 
     names = [f"mass {b.split('_', 1)[1].rsplit('_', 1)[0]} kg" for b in ARM_MASS_BODIES] + \
             [f"damping {j.split('_', 1)[1].rsplit('_', 1)[0]}" for j in ARM_DAMP_JOINTS]
-    common = dict(layout=Layout(model), K=K, L=L, dt=dt, window=2, noisy_window=5, q0=np.asarray(model.qpos0),
+    common = dict(layout=Layout(model), K=K, L=L, dt=dt, window=5, q0=np.asarray(model.qpos0),
                   v0=np.zeros(model.nv), forces=jnp.zeros((n, model.nv)), ctrl_fn=ctrl_fn, diag=arm_contacts(model))
     out = dict(name="b arm", common=common, jaxsim=dict(params=names, true=true.tolist(),
                                                          sim=JaxsimSim(model, model_fn, oids)))
@@ -597,7 +640,7 @@ def quad_case(dt_unused: float) -> dict:
     import mujoco
     model = scenes.quadruped(QUAD_DT, implicit=True, dtype=jnp.float64, solver_tol=1e-10)
     K, L = int(round(QUAD_T / QUAD_SEG)), int(round(QUAD_SEG / QUAD_DT))
-    n = K * L - 1
+    n = K * L
     ctrls = jnp.asarray(quad_ctrls(model, n, QUAD_DT))
     floor = model.geom_id("floor")
     hooves = np.array([model.geom_id(h) for h in HOOVES])
@@ -611,8 +654,13 @@ def quad_case(dt_unused: float) -> dict:
         return m.replace(body_mass=m.body_mass.at[trunk].set(p[:2]), geom_friction=m.geom_friction.at[hooves].set(p[2]))
 
     names = ["mass trunk front kg", "mass trunk rear kg", "mu hooves"]
-    common = dict(layout=Layout(model), K=K, L=L, dt=QUAD_DT, window=2, q0=np.asarray(model.qpos0),
+    # the segment-state unknowns are the base's 6 dofs (12 of 2 nv = 112 unknowns: the
+    # Jacobian's cost grows with them); the joints start at their estimates
+    free = int(np.flatnonzero(np.asarray(model.topo.jnt_type) == int(JointType.FREE))[0])
+    base_dofs = int(model.topo.jnt_dofadr[free]) + np.arange(6)
+    common = dict(layout=Layout(model), K=K, L=L, dt=QUAD_DT, window=8, q0=np.asarray(model.qpos0),
                   v0=np.zeros(model.nv), forces=jnp.zeros((n, model.nv)), ctrl_fn=lambda k, q, v: ctrls[k],
+                  state_dofs=base_dofs,
                   frames_diag=hoof_slip)
     out = dict(name="c quadruped", common=common, jaxsim=dict(params=names, true=true.tolist(),
                                                                sim=JaxsimSim(model, model_fn, oids)))
@@ -648,15 +696,21 @@ def hoof_slip(frames: np.ndarray, dt: float) -> str:
             f"(max {np.max(np.where(down, step, 0)) / dt:.3f} m/s)")
 
 
-# growing horizon within every segment (fractions of L): with a 30 % parameter error a
-# full segment's mismatch is large enough that the segment states absorb it in
-# non-physical ways (the box's states learnt to hop off the floor to shed friction);
-# over a short horizon the mismatch is small and the parameters move first
-STAGES = (0.2, 0.5, 1.0)
+# the fit's stages: (horizon as a fraction of L, whether the segment states are fitted).
+# The parameters go first, with the states held at their estimates, over a growing
+# horizon: with a 30 % parameter error a full segment's mismatch is large enough that
+# free segment states absorb it in non-physical ways (the box's states learnt to hop
+# off the floor to shed friction). Then states and parameters together over the full
+# segment, where the drift of a noisy initial velocity would bias the parameters alone.
+PLAN = ((0.2, True), (0.5, True), (1.0, True))
+# in the shorter stages a parameter is held while its standard deviation (log, at the
+# 1 mm noise unit) exceeds this: e.g. the box's mu_s, which only its breakaway later
+# in a segment determines
+HOLD_STD = 0.2
 
 CASES = {"a": box_case, "b": arm_case, "c": quad_case}
 # iteration caps (accepted LM steps) per case and simulator, sized to a 2-core CPU run
-ITERATIONS = {"a": dict(jaxsim=20, mjx=6), "b": dict(jaxsim=16, mjx=4), "c": dict(jaxsim=4, mjx=1)}
+ITERATIONS = {"a": dict(jaxsim=20, mjx=6), "b": dict(jaxsim=16, mjx=4), "c": dict(jaxsim=10, mjx=2)}
 
 
 # ------------------------------------------------------------------ driver
@@ -672,18 +726,24 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
     th_true, th0 = np.log(true), np.log(init)
     t0 = time.perf_counter()
     q0 = spec.get("q0", common["q0"])
-    qs, frames, us, states = generate(sim, true, q0, common["v0"], common["ctrl_fn"], common["forces"], K * L)
-    log(f"[{case_name} / {side}] data: {K * L} observations of q ({layout.nq}) and {frames.shape[1]} frames, "
+    qs, frames, us, states = generate(sim, true, q0, common["v0"], common["ctrl_fn"], common["forces"], K * L + 1)
+    log(f"[{case_name} / {side}] data: {K * L + 1} observations of q ({layout.nq}) and {frames.shape[1]} frames, "
         f"{K} segments of {L} steps ({L * dt:g} s), finite {np.all(np.isfinite(qs))}, {time.perf_counter() - t0:.1f} s")
     if "diag" in common and side == "jaxsim":
         log("  " + common["diag"](states, qs))
     if "frames_diag" in common:
         log("  " + common["frames_diag"](frames, dt))
-    res_fn, jac_fn = make_segment_fns(sim, layout, K, L)
-    nu = us.shape[-1]
-    U = jnp.asarray(np.concatenate([us, np.zeros((1, nu))]).reshape(K, L, nu)[:, :L - 1])
-    F = jnp.asarray(np.concatenate([np.asarray(common["forces"]), np.zeros((1, layout.nv))]).reshape(K, L, -1)[:, :L - 1])
-    starts = np.arange(K) * L
+    log("  " + velocity_check(layout, qs, np.asarray(sim.qv(states)[1]), dt))
+    dofs = common.get("state_dofs", np.arange(layout.nv))
+    res_fn, jac_fn = make_segment_fns(sim, layout, K, L, dofs)
+    # segment k covers observations 1 + kL .. (k + 1) L: every segment start has an
+    # observation before it (the backward difference of the state estimate)
+    def per_segment(x):  # steps 1 + kL .. (k + 1) L - 1 of the inputs, (K, L - 1, ...)
+        x = np.asarray(x)[1:]
+        return jnp.asarray(np.concatenate([x, np.zeros_like(x[:1])]).reshape((K, L) + x.shape[1:])[:, :L - 1])
+
+    U, F = per_segment(us), per_segment(common["forces"])
+    starts = 1 + np.arange(K) * L
     rows = []
     cap = ITERATIONS[case_name.split()[0]][side]
     max_iter = min(cap, 3) if quick else cap
@@ -692,17 +752,18 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
         rng = np.random.default_rng(1234)
         q_obs = layout.noisy(qs, sigma, rng)
         f_obs = frames + sigma * rng.standard_normal(frames.shape)
-        # the segment states start from a local quadratic fit to the observations: a few
-        # steps without noise, NOISY_WINDOW steps when the positions are noisy (over
-        # +-10 ms a 1 mm noise leaves the slope 4 cm/s off, 9 mm after a 0.25 s segment)
-        window = common["window"] if sigma == 0 else max(common["window"], common.get("noisy_window", 0))
+        # the segment states start from the backward difference without noise, and from
+        # a local quadratic fit over +-window steps with noise (over +-10 ms a 1 mm
+        # noise leaves the slope 4 cm/s off, 9 mm after a 0.25 s segment)
+        window = 0 if sigma == 0 else common["window"]
         est0 = [state_estimate(layout, q_obs, s, window, dt) for s in starts]
         qa, va = np.stack([e[0] for e in est0]), np.stack([e[1] for e in est0])
-        data = (jnp.asarray(qa), jnp.asarray(va), U, F, jnp.asarray(q_obs.reshape(K, L, -1)),
-                jnp.asarray(f_obs.reshape((K, L) + frames.shape[1:])))
-        Z0 = np.zeros((K, 2 * layout.nv))
+        data = (jnp.asarray(qa), jnp.asarray(va), U, F, jnp.asarray(q_obs[1:].reshape(K, L, -1)),
+                jnp.asarray(f_obs[1:].reshape((K, L) + frames.shape[1:])))
+        Z0 = np.zeros((K, 2 * len(dofs)))
         t0 = time.perf_counter()
         jax.block_until_ready(jac_fn(jnp.asarray(th0), jnp.asarray(Z0), data))
+        jax.block_until_ready(jac_fn(jnp.asarray(th0), jnp.asarray(Z0), data, states=False))
         jax.block_until_ready(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data))
         compile_s = time.perf_counter() - t0
         n_row = layout.nv + 3 * frames.shape[1]
@@ -717,12 +778,16 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
         r0 = np.asarray(res_fn(jnp.asarray(th_true), jnp.asarray(Z0), data))
         t0 = time.perf_counter()
         th, Z, iters, evals, stages = th0, Z0, 0, 0, []
-        for frac in STAGES:
+        for frac, states in PLAN:
             h = jnp.asarray(int(round(frac * L)))
-            th, Z, info = levenberg_marquardt(lambda t, z: res_fn(t, z, data, h), lambda t, z: jac_fn(t, z, data, h),
-                                              th, Z, max_iter if frac == STAGES[-1] else max(1, max_iter // 2))
+            th, Z, info = levenberg_marquardt(
+                lambda t, z: res_fn(t, z, data, h), lambda t, z: jac_fn(t, z, data, h, states=states), th, Z,
+                max_iter if frac == 1.0 else max(1, max_iter // 2), fit_states=states,
+                hold_std=np.inf if frac == 1.0 else HOLD_STD)
             iters, evals = iters + info["iterations"], evals + info["evaluations"]
-            stages.append(f"{frac:g} L: {info['iterations']} it, rms {np.sqrt(2 * info['cost'] / (K * frac * L * n_row)):.3g}")
+            held = "".join(f", {spec['params'][i]} held" for i in info["held"])
+            stages.append(f"{frac:g} L{' with states' if states else ''}{held}: {info['iterations']} it, "
+                          f"rms {np.sqrt(2 * info['cost'] / (K * frac * L * n_row)):.3g}")
         cost0 = 0.5 * float(np.sum(np.asarray(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data)) ** 2))
         info.update(iterations=iters, evaluations=evals, cost0=cost0)
         wall = time.perf_counter() - t0
@@ -786,7 +851,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--quick", action="store_true", help="cap the iterations (smoke run)")
-    p.add_argument("--no-mjx", action="store_true", help="jaxsim only")
+    p.add_argument("--sides", nargs="+", default=["jaxsim", "mjx"], choices=["jaxsim", "mjx"],
+                   help="the simulators that fit (default both)")
     p.add_argument("--box-dt", type=float, default=BOX_DT, help="the box's timestep, s")
     p.add_argument("--out", default=os.path.join(RESULTS, "sysid.json"))
     p.add_argument("--table", metavar="JSON", help="only print the table of a saved run")
@@ -814,8 +880,9 @@ def main() -> None:
     t_start = time.perf_counter()
     for c in a.cases:
         case = CASES[c](a.box_dt)
-        rows += run_side(case["name"], "jaxsim", case["jaxsim"], case["common"], a.quick)
-        if not a.no_mjx:
+        if "jaxsim" in a.sides:
+            rows += run_side(case["name"], "jaxsim", case["jaxsim"], case["common"], a.quick)
+        if "mjx" in a.sides:
             try:
                 spec = case["mjx"]()
                 rows += run_side(case["name"], "mjx", spec, case["common"], a.quick)

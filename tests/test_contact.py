@@ -5,7 +5,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.test_util import check_grads
+from conftest import check_grads_rev
 from scipy.spatial.transform import Rotation
 
 import jaxsim
@@ -137,13 +137,15 @@ def test_jit_vmap_and_model_batches():
     rng = np.random.default_rng(0)
     s_touch = jaxsim.make_state(model, q=model.qpos0.at[2].set(0.056))  # a corner 1 mm deep
     eager = jaxsim.step(model, s_touch)  # op by op: slow, so one step
-    jitted = jax.jit(jaxsim.step)(model, s_touch)
+    step = jax.jit(jaxsim.step)
+    jitted = step(model, s_touch)
     assert int(jnp.sum(eager.contact.active)) > 0
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-10)
 
     # 16 envs, each with its own initial velocity, body mass and friction: one vmap
     # over states and over a batch of models (same topology), against single runs
+    # (100 calls of the step compiled above: no compile of their own)
     v0 = rng.normal(size=(16, 6)) * 0.5
     mass, mu = rng.uniform(0.5, 2.0, 16), rng.uniform(0.2, 0.8, 16)
     models = [model.replace(body_mass=model.body_mass.at[1].set(m),
@@ -152,7 +154,9 @@ def test_jit_vmap_and_model_batches():
     roll = lambda m, s: jaxsim.rollout(m, s, jnp.zeros((100, 0)))[0]  # noqa: E731
     batched = jax.jit(jax.vmap(roll))(batch_models(models), states)
     for i in (0, 7, 15):
-        single, _ = run(models[i], jaxsim.make_state(model, v=v0[i]), 100)
+        single = jaxsim.make_state(model, v=v0[i])
+        for _ in range(100):
+            single = step(models[i], single)
         np.testing.assert_allclose(batched.q[i], single.q, atol=1e-9)
     assert np.ptp(np.asarray(batched.q[:, 0])) > 0.01  # the envs differ
 
@@ -169,26 +173,27 @@ def sliding_model():
 
 def test_check_grads_one_contact_step():
     model = sliding_model()
-    s0 = jaxsim.step(model, jaxsim.make_state(model, v=[1.5, 0.2, 0, 0, 0, 0]))  # in contact
+    # in contact; jitted, since an eager step is slow
+    s0 = jax.jit(jaxsim.step)(model, jaxsim.make_state(model, v=[1.5, 0.2, 0, 0, 0, 0]))
 
-    @jax.jit
     def f(q, v):
         s = jaxsim.step(model, s0.replace(q=q, v=v))
         return jnp.concatenate([s.q, s.v])
-    check_grads(f, (s0.q, s0.v), order=1, modes=("rev",), atol=1e-5, rtol=1e-5, eps=1e-7)
+    check_grads_rev(f, (s0.q, s0.v), atol=1e-5, rtol=1e-5, eps=1e-7)  # check_grads(order 1, rev), one compile
 
 
 def test_final_position_gradient_matches_finite_differences():
     model = sliding_model()
 
-    @jax.jit
     def final_x(vx):
         s = jaxsim.make_state(model, q=model.qpos0.at[2].set(0.0499), v=jnp.stack([vx, 0.0, 0, 0, 0, 0]))
         out, _ = jaxsim.rollout(model, s, jnp.zeros((300, 0)))
         return out.q[0]
-    vx, h = 1.5, 1e-5
-    grad = float(jax.grad(final_x)(jnp.asarray(vx)))
-    fd = float((final_x(vx + h) - final_x(vx - h)) / (2 * h))
+    # one compile: the finite difference reads the value output of the same program
+    f = jax.jit(jax.value_and_grad(final_x))
+    vx, h = jnp.asarray(1.5), 1e-5
+    grad = float(f(vx)[1])
+    fd = float((f(vx + h)[0] - f(vx - h)[0]) / (2 * h))
     np.testing.assert_allclose(grad, fd, rtol=1e-4)
 
 

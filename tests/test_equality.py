@@ -227,9 +227,12 @@ def test_fetch_mocap_weld_holds_beside_mujoco():
     state = jaxsim.make_state(model).replace(q=jnp.asarray(qpos, jnp.float32), v=jnp.asarray(qvel, jnp.float32))
     final, traj = jax.jit(jaxsim.rollout)(model, state, jnp.asarray(ctrl, jnp.float32))
     q = np.asarray(traj.q)
-    err = np.asarray(jax.jit(jax.vmap(lambda q: equality_rows(model, forward_kinematics(model, q), q)[1]))(traj.q))
     grip = model.body_id("robot0:gripper_link")
-    grip_w = np.asarray(jax.jit(jax.vmap(lambda q: forward_kinematics(model, q).body_pos_w[grip]))(traj.q))
+
+    def weld_and_gripper(q):  # one compile for both
+        kin = forward_kinematics(model, q)
+        return equality_rows(model, kin, q)[1], kin.body_pos_w[grip]
+    err, grip_w = map(np.asarray, jax.jit(jax.vmap(weld_and_gripper))(traj.q))
     md = mujoco.MjData(mm)
     md.qpos[:], md.qvel[:] = qpos, qvel
     grip_mj, q_mj, err_mj = [], [], []

@@ -7,7 +7,7 @@ compile: the parameters, gravity and restitution are Model arrays)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.test_util import check_grads
+from conftest import check_grads_rev
 
 import jaxsim
 from jaxsim import ModelBuilder, math
@@ -163,8 +163,9 @@ def test_box_cases_in_one_batch():
 
 
 def test_check_grads_resting_and_sliding_steps():
-    """jax.test_util.check_grads (reverse mode, float64) of one step of a box
-    3 mm deep (under correction), at rest and sliding at 1 m/s (kinetic friction),
+    """jax.test_util.check_grads (reverse mode, float64; one compile for both steps:
+    conftest.check_grads_rev) of one step of a box 3 mm deep (under correction), at
+    rest and sliding at 1 m/s (kinetic friction),
     tilted by 0.02 and 0.01 rad: flat, its four corners tie for the deepest and the
     pair depth (their max) has a kink. The QP is solved to 1e-12 here: at its default
     1e-6 the finite differences see its tolerance."""
@@ -178,6 +179,5 @@ def test_check_grads_resting_and_sliding_steps():
     about_x, about_y = jnp.asarray([np.cos(0.01), np.sin(0.01), 0, 0]), jnp.asarray([np.cos(0.005), 0, np.sin(0.005), 0])
     tilt = math.quat_mul(about_x, about_y)
     q0 = model.qpos0.at[3:7].set(tilt)
-    for v_y in (0.0, 1.0):
-        check_grads(jax.jit(step), (q0, jnp.zeros(6).at[1].set(v_y)), order=1, modes=("rev",), atol=1e-4,
-                    rtol=1e-4, eps=1e-6)
+    for v_y in (0.0, 1.0):  # one compile for both (conftest.check_grads_rev)
+        check_grads_rev(step, (q0, jnp.zeros(6).at[1].set(v_y)), atol=1e-4, rtol=1e-4, eps=1e-6)

@@ -6,10 +6,11 @@ mixed scene where a ball keeps its point contact in the same solve, and gradient
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.test_util import check_grads
 
 import jaxsim
 from jaxsim import ModelBuilder
+
+from conftest import check_grads_rev
 
 G = 9.81
 A = 0.05  # cube half size, m
@@ -283,8 +284,8 @@ def test_mixed_scene_ball_keeps_its_point_contact():
 
 
 def test_gradients_of_a_volume_step_and_of_a_drop():
-    """``check_grads`` (reverse mode, float64) on one step of a cube settling on the floor
-    (a generic pose: tilted about x and y, the centre of pressure off the slot point;
+    """``check_grads`` (reverse mode, float64; one compile: ``conftest.check_grads_rev``)
+    on one step of a cube settling on the floor (a generic pose: tilted about x and y, the centre of pressure off the slot point;
     an exactly flat cube sits on a kink, where central differences average two
     one-sided slopes), and d(height after 0.1 s) / d(drop height) of the same cube
     dropped 3 cm against a central finite difference. The QP is solved to 1e-10 so that the
@@ -296,8 +297,7 @@ def test_gradients_of_a_volume_step_and_of_a_drop():
         s = jaxsim.step(model, rest.replace(q=q, v=v))
         return jnp.concatenate([s.q, s.v])
 
-    check_grads(jax.jit(one_step), (rest.q, rest.v), order=1, modes=["rev"], eps=1e-6,
-                atol=1e-3, rtol=1e-3)
+    check_grads_rev(one_step, (rest.q, rest.v), eps=1e-6, atol=1e-3, rtol=1e-3)
 
     def height(z0):
         q0 = jnp.asarray(model.qpos0).at[2].set(z0)
