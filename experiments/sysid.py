@@ -73,9 +73,9 @@ Cases:
             geoms; the floor's is 0 so the hoof's governs). Observed: q (base pose
             and 50 joint coordinates), both trunk bodies and the four hooves. The log
             prints how far the hooves slid while down (a sticking hoof carries no
-            friction information). 4 segments of 0.3 s; the state unknowns are
-            the base's 6 dofs (12 of the 112: the Jacobian's cost grows with
-            them), the joints start at their estimates.
+            friction information). 4 segments of 0.3 s; in the shorter stages
+            only the base's 6 dofs have state unknowns (12 of the 112: the
+            Jacobian's cost grows with them), in the last one all dofs.
 
 MJX: the same fits, with the same segments and the same optimizer, through
 ``mjx.step`` on the MuJoCo model of the same scene (the box as an MJCF string built
@@ -85,7 +85,8 @@ to match, the arm from the same XML, the quadruped from
 free joint), frames come from ``mjx.kinematics`` of the predicted ``qpos``. MJX
 generates its own data with the same true values, controller and noise draws (each
 simulator identifies itself). MuJoCo's friction is one sliding coefficient: for the
-box MJX fits (mu, mass) with mu = the true mu_k. Each fit prints its Jacobian at the
+box MJX fits (mu, mass) with mu = the true mu_k. MJX's segments are mapped one after
+the other (``lax.map``; see ``MjxSim``). Each fit prints its Jacobian at the
 initial guess (segment states at their initial estimates) against central finite
 differences of the same segmented rollout (cosine and norm ratio per parameter).
 
@@ -243,6 +244,13 @@ class JaxsimSim:
 
 
 class MjxSim:
+    """MJX behind the same interface. Its segments are mapped sequentially
+    (``lax.map``), not vmapped: MJX factorizes the mass matrix with LAPACK, and
+    jaxlib's batched triangular solve deadlocked its CPU thread pool inside the
+    vmapped Jacobians of the arm and the quadruped."""
+
+    sequential_segments = True
+
     def __init__(self, mjm, setter, frame_ids):
         from mujoco import mjx
         self.mjx = mjx
@@ -288,18 +296,19 @@ def generate(sim, p, q0, v0, ctrl_fn, forces, n_obs: int):
 
 # ------------------------------------------------------------------ segmented fit
 
-def make_segment_fns(sim, layout: Layout, K: int, L: int, dofs: np.ndarray):
-    """Jitted ``res(th, Z, data) -> (K, R)`` and ``jac(th, Z, data) -> (Jth (K, R, P),
-    Jz (K, R, 2 n), r (K, R))``; ``data`` = (q_anchor (K, nq), v_anchor (K, nv), inputs
-    (K, L-1, nu), forces (K, L-1, nv), q_obs (K, L, nq), frames_obs (K, L, k, 3)). A
-    segment's state unknowns z (2 n,) are offsets of the positions and velocities of the
-    ``dofs`` (n,); the other dofs start at their estimates."""
-    n = len(dofs)
+def make_segment_fns(sim, layout: Layout, K: int, L: int):
+    """Jitted ``res(th, Z, data) -> (K, R)`` and ``jac(th, Z, data, h, cols) -> (Jth
+    (K, R, P), Jz (K, R, len(cols)), r (K, R))``; ``data`` = (q_anchor (K, nq), v_anchor
+    (K, nv), inputs (K, L-1, nu), forces (K, L-1, nv), q_obs (K, L, nq), frames_obs
+    (K, L, k, 3)). A segment's state unknowns z (2 nv,) are offsets of its initial
+    positions (tangent) and velocities from their estimates; ``cols`` (a static tuple)
+    are the ones the Jacobian differentiates (the stage fits those)."""
+    nv = layout.nv
 
     def seg_res(th, z, h, qa, va, U, F, qo, fo):
         m = sim.params(jnp.exp(th))
-        q0 = layout.retract(qa, jnp.zeros(layout.nv, z.dtype).at[dofs].set(z[:n] * DQ_UNIT))
-        v0 = va.at[dofs].add(z[n:] * DV_UNIT)
+        q0 = layout.retract(qa, z[:nv] * DQ_UNIT)
+        v0 = va + z[nv:] * DV_UNIT
 
         def body(s, x):
             s = sim.step(m, s, *x)
@@ -311,27 +320,29 @@ def make_segment_fns(sim, layout: Layout, K: int, L: int, dofs: np.ndarray):
         r = jnp.concatenate([layout.residual(qs, qo), (fr - fo).reshape(L, -1)], -1) / UNIT
         return (r * (jnp.arange(L) < h)[:, None]).reshape(-1)
 
-    def res(th, Z, data, h=L):
-        return jax.vmap(seg_res, in_axes=(None, 0, None, 0, 0, 0, 0, 0, 0))(th, Z, h, *data)
-
-    def jac_one(th, z, h, *d):
-        f = lambda t, zz: seg_res(t, zz, h, *d)  # noqa: E731
-        (jt, jz), r = jax.jacfwd(lambda t, zz: (f(t, zz), f(t, zz)), argnums=(0, 1), has_aux=True)(th, z)
-        return jt, jz, r
-
-    def jac_th_one(th, z, h, *d):  # the parameter columns only (states held)
-        jt, r = jax.jacfwd(lambda t: (seg_res(t, z, h, *d),) * 2, has_aux=True)(th)
-        return jt, jnp.zeros(r.shape + (0,), r.dtype), r
-
-    def jac(th, Z, data, h=L, states=True):
-        one = jac_one if states else jac_th_one
+    def over_segments(one, th, Z, h, data):
+        if getattr(sim, "sequential_segments", False):
+            return jax.lax.map(lambda x: one(th, x[0], h, *x[1:]), (Z, *data))
         return jax.vmap(one, in_axes=(None, 0, None, 0, 0, 0, 0, 0, 0))(th, Z, h, *data)
 
-    return jax.jit(res), jax.jit(jac, static_argnames="states")
+    def res(th, Z, data, h=L):
+        return over_segments(seg_res, th, Z, h, data)
+
+    def jac(th, Z, data, h=L, cols=()):
+        idx = np.asarray(cols, int)
+
+        def one(th, z, h, *d):
+            f = lambda t, zc: seg_res(t, z.at[idx].set(zc), h, *d)  # noqa: E731
+            (jt, jz), r = jax.jacfwd(lambda t, zc: (f(t, zc),) * 2, argnums=(0, 1), has_aux=True)(th, z[idx])
+            return jt, jz, r
+
+        return over_segments(one, th, Z, h, data)
+
+    return jax.jit(res), jax.jit(jac, static_argnames="cols")
 
 
 def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e-9, ftol: float = 1e-12,
-                        max_step: float = 0.2, fit_states: bool = True, hold_std: float = np.inf):
+                        max_step: float = 0.2, state_cols=None, hold_std: float = np.inf):
     """Minimise 0.5 |r(th, Z)|^2 over the parameters th (P,) and the segment states Z (K, n).
 
     Marquardt's scaling (damping ``lambda diag(J^T J)``, floored at 1e-9 of its
@@ -339,13 +350,14 @@ def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e
     moves by more than ``max_step`` (a factor e^0.2 = 1.22). The Jacobian is block
     sparse (each segment's rows see its own state and th); the normal equations are
     assembled densely. Returns (th, Z, info): iterations = accepted steps (one
-    Jacobian each), evaluations = residual-only trial rollouts. With ``fit_states``
-    false Z is held (the parameters alone are fitted; ``jac_fn``'s state block then
-    has no columns). Parameters whose standard deviation at the start (log, for unit
+    Jacobian each), evaluations = residual-only trial rollouts. Only the columns
+    ``state_cols`` of Z are fitted (all by default; ``jac_fn``'s state block has
+    those columns), the others are held. Parameters whose standard deviation at the start (log, for unit
     noise, the states marginalized) exceeds ``hold_std`` are held: the data at this
     horizon do not determine them, and noise alone would move them."""
     P, K = len(th0), Z0.shape[0]
-    n = Z0.shape[1] if fit_states else 0
+    cols = np.arange(Z0.shape[1]) if state_cols is None else np.asarray(state_cols, int)
+    n = len(cols)
 
     def normal(th, Z):
         Jt, Jz, r = map(np.asarray, jac_fn(jnp.asarray(th), jnp.asarray(Z)))
@@ -385,7 +397,8 @@ def levenberg_marquardt(res_fn, jac_fn, th0, Z0, max_iter: int, xtol: float = 1e
         if np.max(np.abs(delta)) < xtol:
             info.update(converged=True, reason="step below xtol")
             break
-        th_new, Z_new = th + delta[:P], (Z + delta[P:].reshape(K, n)) if n else Z
+        th_new, Z_new = th + delta[:P], Z.copy()
+        Z_new[:, cols] += delta[P:].reshape(K, n)
         r_new = np.asarray(res_fn(jnp.asarray(th_new), jnp.asarray(Z_new)))
         info["evaluations"] += 1
         cost_new = 0.5 * float(np.sum(r_new * r_new)) if np.all(np.isfinite(r_new)) else np.inf
@@ -654,13 +667,13 @@ def quad_case(dt_unused: float) -> dict:
         return m.replace(body_mass=m.body_mass.at[trunk].set(p[:2]), geom_friction=m.geom_friction.at[hooves].set(p[2]))
 
     names = ["mass trunk front kg", "mass trunk rear kg", "mu hooves"]
-    # the segment-state unknowns are the base's 6 dofs (12 of 2 nv = 112 unknowns: the
-    # Jacobian's cost grows with them); the joints start at their estimates
+    # the segment-state unknowns of the shorter stages are the base's 6 dofs (12 of
+    # 2 nv = 112: the Jacobian's cost grows with them), all of them in the last stage
     free = int(np.flatnonzero(np.asarray(model.topo.jnt_type) == int(JointType.FREE))[0])
     base_dofs = int(model.topo.jnt_dofadr[free]) + np.arange(6)
-    common = dict(layout=Layout(model), K=K, L=L, dt=QUAD_DT, window=8, q0=np.asarray(model.qpos0),
+    common = dict(layout=Layout(model), K=K, L=L, dt=QUAD_DT, window=4, q0=np.asarray(model.qpos0),
                   v0=np.zeros(model.nv), forces=jnp.zeros((n, model.nv)), ctrl_fn=lambda k, q, v: ctrls[k],
-                  state_dofs=base_dofs,
+                  state_dofs=(base_dofs, np.arange(model.nv)),
                   frames_diag=hoof_slip)
     out = dict(name="c quadruped", common=common, jaxsim=dict(params=names, true=true.tolist(),
                                                                sim=JaxsimSim(model, model_fn, oids)))
@@ -696,21 +709,20 @@ def hoof_slip(frames: np.ndarray, dt: float) -> str:
             f"(max {np.max(np.where(down, step, 0)) / dt:.3f} m/s)")
 
 
-# the fit's stages: (horizon as a fraction of L, whether the segment states are fitted).
-# The parameters go first, with the states held at their estimates, over a growing
-# horizon: with a 30 % parameter error a full segment's mismatch is large enough that
-# free segment states absorb it in non-physical ways (the box's states learnt to hop
-# off the floor to shed friction). Then states and parameters together over the full
-# segment, where the drift of a noisy initial velocity would bias the parameters alone.
-PLAN = ((0.2, True), (0.5, True), (1.0, True))
+# growing horizon within every segment (fractions of L): with a 30 % parameter error a
+# full segment's mismatch is large enough that the segment states absorb it in
+# non-physical ways (the box's states learnt to hop off the floor to shed friction);
+# over a short horizon the mismatch is small and the parameters move first
+STAGES = (0.2, 0.5, 1.0)
 # in the shorter stages a parameter is held while its standard deviation (log, at the
 # 1 mm noise unit) exceeds this: e.g. the box's mu_s, which only its breakaway later
 # in a segment determines
 HOLD_STD = 0.2
 
 CASES = {"a": box_case, "b": arm_case, "c": quad_case}
-# iteration caps (accepted LM steps) per case and simulator, sized to a 2-core CPU run
-ITERATIONS = {"a": dict(jaxsim=20, mjx=6), "b": dict(jaxsim=16, mjx=4), "c": dict(jaxsim=10, mjx=2)}
+# iteration caps (accepted LM steps) of the last stage per case, both simulators alike
+# (the shorter stages get half each), sized to a 2-core CPU run
+ITERATIONS = {"a": 20, "b": 16, "c": 10}
 
 
 # ------------------------------------------------------------------ driver
@@ -734,8 +746,11 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
     if "frames_diag" in common:
         log("  " + common["frames_diag"](frames, dt))
     log("  " + velocity_check(layout, qs, np.asarray(sim.qv(states)[1]), dt))
-    dofs = common.get("state_dofs", np.arange(layout.nv))
-    res_fn, jac_fn = make_segment_fns(sim, layout, K, L, dofs)
+    # the dofs whose initial states are fitted: in the shorter stages, in the last one
+    nv = layout.nv
+    stage_dofs = common.get("state_dofs", (np.arange(nv), np.arange(nv)))
+    cols = [tuple(int(c) for c in np.concatenate([d, nv + np.asarray(d)])) for d in stage_dofs]
+    res_fn, jac_fn = make_segment_fns(sim, layout, K, L)
     # segment k covers observations 1 + kL .. (k + 1) L: every segment start has an
     # observation before it (the backward difference of the state estimate)
     def per_segment(x):  # steps 1 + kL .. (k + 1) L - 1 of the inputs, (K, L - 1, ...)
@@ -745,7 +760,7 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
     U, F = per_segment(us), per_segment(common["forces"])
     starts = 1 + np.arange(K) * L
     rows = []
-    cap = ITERATIONS[case_name.split()[0]][side]
+    cap = ITERATIONS[case_name.split()[0]]
     max_iter = min(cap, 3) if quick else cap
     checks = None
     for sigma in NOISE:
@@ -760,35 +775,37 @@ def run_side(case_name: str, side: str, spec: dict, common: dict, quick: bool) -
         qa, va = np.stack([e[0] for e in est0]), np.stack([e[1] for e in est0])
         data = (jnp.asarray(qa), jnp.asarray(va), U, F, jnp.asarray(q_obs[1:].reshape(K, L, -1)),
                 jnp.asarray(f_obs[1:].reshape((K, L) + frames.shape[1:])))
-        Z0 = np.zeros((K, 2 * len(dofs)))
+        Z0 = np.zeros((K, 2 * nv))
+        hL = jnp.asarray(L)
         t0 = time.perf_counter()
-        jax.block_until_ready(jac_fn(jnp.asarray(th0), jnp.asarray(Z0), data))
-        jax.block_until_ready(jac_fn(jnp.asarray(th0), jnp.asarray(Z0), data, states=False))
-        jax.block_until_ready(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data))
+        for c in set(cols):
+            jax.block_until_ready(jac_fn(jnp.asarray(th0), jnp.asarray(Z0), data, hL, cols=c))
+        jax.block_until_ready(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data, hL))
         compile_s = time.perf_counter() - t0
         n_row = layout.nv + 3 * frames.shape[1]
         n_res = K * L * n_row
         if checks is None:
-            checks = gradient_check(res_fn, jac_fn, th0, Z0, data)
+            checks = gradient_check(lambda t, z, d: res_fn(t, z, d, hL),
+                                    lambda t, z, d: jac_fn(t, z, d, hL, cols=cols[-1]), th0, Z0, data)
             for name, c in zip(spec["params"], checks):
                 fd = ", ".join(f"{h:g}: |fd| {c['fd_norm'][h]:.4g} cos {c['cosine'][h]:.3f}" for h in c["fd_norm"])
                 log(f"  d res / d log {name} at the guess: |jacfwd| {c['jac_norm']:.4g}; central differences {fd}")
         # the segment states at the true parameters fitted alone would be the ideal; the
         # rms at the guess says how far the initial state estimates are
-        r0 = np.asarray(res_fn(jnp.asarray(th_true), jnp.asarray(Z0), data))
+        r0 = np.asarray(res_fn(jnp.asarray(th_true), jnp.asarray(Z0), data, hL))
         t0 = time.perf_counter()
         th, Z, iters, evals, stages = th0, Z0, 0, 0, []
-        for frac, states in PLAN:
-            h = jnp.asarray(int(round(frac * L)))
+        for frac in STAGES:
+            h, c = jnp.asarray(int(round(frac * L))), cols[-1] if frac == 1.0 else cols[0]
             th, Z, info = levenberg_marquardt(
-                lambda t, z: res_fn(t, z, data, h), lambda t, z: jac_fn(t, z, data, h, states=states), th, Z,
-                max_iter if frac == 1.0 else max(1, max_iter // 2), fit_states=states,
+                lambda t, z: res_fn(t, z, data, h), lambda t, z: jac_fn(t, z, data, h, cols=c), th, Z,
+                max_iter if frac == 1.0 else max(1, max_iter // 2), state_cols=c,
                 hold_std=np.inf if frac == 1.0 else HOLD_STD)
             iters, evals = iters + info["iterations"], evals + info["evaluations"]
             held = "".join(f", {spec['params'][i]} held" for i in info["held"])
-            stages.append(f"{frac:g} L{' with states' if states else ''}{held}: {info['iterations']} it, "
+            stages.append(f"{frac:g} L, {len(c)} state unknowns{held}: {info['iterations']} it, "
                           f"rms {np.sqrt(2 * info['cost'] / (K * frac * L * n_row)):.3g}")
-        cost0 = 0.5 * float(np.sum(np.asarray(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data)) ** 2))
+        cost0 = 0.5 * float(np.sum(np.asarray(res_fn(jnp.asarray(th0), jnp.asarray(Z0), data, hL)) ** 2))
         info.update(iterations=iters, evaluations=evals, cost0=cost0)
         wall = time.perf_counter() - t0
         rms0 = np.sqrt(2 * info["cost0"] / n_res)
@@ -847,6 +864,40 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def compact_table(rows: list[dict]) -> str:
+    """The README's table: one row per case and noise level, the parameters joined."""
+    out = ["| case | noise | parameters | true | jaxsim | err % | iters, s | rms mm | MJX | err % | iters, s | rms mm |",
+           "|---|---:|---|---|---|---|---|---:|---|---|---|---:|"]
+    keys = []
+    for r in rows:
+        if not r.get("failed") and (r["case"], r["noise_mm"]) not in keys:
+            keys.append((r["case"], r["noise_mm"]))
+
+    def fmt(rs, what):
+        return " / ".join(f"{r[what]:.3g}" if what != "error_pct" else f"{r[what]:+.1f}" for r in rs)
+
+    for case, noise in keys:
+        part = {side: [r for r in rows if (r["case"], r["noise_mm"], r["side"]) == (case, noise, side)
+                       and not r.get("failed")] for side in ("jaxsim", "mjx")}
+        failed = [r for r in rows if r["case"] == case and r["side"] == "mjx" and r.get("failed")]
+        cols = []
+        for side in ("jaxsim", "mjx"):
+            rs = part[side]
+            if rs:
+                names = [r["row"] for r in rs] if side == "mjx" else None
+                val = fmt(rs, "recovered") if names is None or names == [r["row"] for r in part["jaxsim"]] else \
+                    " / ".join(f"{r['param']} {r['recovered']:.3g}" for r in rs)
+                cols.append(f"{val} | {fmt(rs, 'error_pct')} | {rs[0]['iterations']}, {rs[0]['wall_s']:.0f} | "
+                            f"{rs[0]['rms_mm']:.2g}")
+            else:
+                cols.append(("failed: " + failed[0]["reason"][:60] if side == "mjx" and failed else "not run")
+                            + " | | | ")
+        ref = part["jaxsim"] or part["mjx"]
+        names, trues = " / ".join(r["row"] for r in ref), " / ".join(f"{r['true']:.3g}" for r in ref)
+        out.append(f"| {case.split()[1]} | {noise:g} mm | {names} | {trues} | {cols[0]} | {cols[1]} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -855,7 +906,7 @@ def main() -> None:
                    help="the simulators that fit (default both)")
     p.add_argument("--box-dt", type=float, default=BOX_DT, help="the box's timestep, s")
     p.add_argument("--out", default=os.path.join(RESULTS, "sysid.json"))
-    p.add_argument("--table", metavar="JSON", help="only print the table of a saved run")
+    p.add_argument("--table", metavar="JSON", help="only print the tables of a saved run")
     p.add_argument("--merge", nargs="+", metavar="JSON", help="join saved runs (one per case) into --out")
     a = p.parse_args()
     if a.merge:
@@ -873,7 +924,8 @@ def main() -> None:
         return
     if a.table:
         with open(a.table) as f:
-            print(table(json.load(f)["rows"]))
+            rows = json.load(f)["rows"]
+        print(table(rows) + "\n\n" + compact_table(rows))
         return
     log(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64, quick={a.quick}, box dt {a.box_dt:g} s")
     rows: list[dict] = []
