@@ -224,6 +224,8 @@ def velocity_check(layout: Layout, qs: np.ndarray, vs: np.ndarray, dt: float) ->
 class JaxsimSim:
     """jaxsim behind the common interface: model(p), start, step, frames."""
 
+    sequential_segments = False  # segments vmapped
+
     def __init__(self, model, model_fn, frame_ids):
         self.model, self.model_fn, self.frame_ids = model, model_fn, np.asarray(frame_ids)
 
@@ -321,7 +323,7 @@ def make_segment_fns(sim, layout: Layout, K: int, L: int):
         return (r * (jnp.arange(L) < h)[:, None]).reshape(-1)
 
     def over_segments(one, th, Z, h, data):
-        if getattr(sim, "sequential_segments", False):
+        if sim.sequential_segments:
             return jax.lax.map(lambda x: one(th, x[0], h, *x[1:]), (Z, *data))
         return jax.vmap(one, in_axes=(None, 0, None, 0, 0, 0, 0, 0, 0))(th, Z, h, *data)
 

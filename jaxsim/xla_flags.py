@@ -43,16 +43,17 @@ def _xla_knows(flag: str) -> bool:
     return False
 
 
-def use_fast_cpu_compile(environ=os.environ) -> list[str]:
-    """Append ``FAST_CPU_COMPILE`` to ``environ["XLA_FLAGS"]``, skipping each flag that
-    ``XLA_FLAGS`` already sets (either way) or that this jaxlib does not know.
+def use_fast_cpu_compile(environ=os.environ, flags: tuple[str, ...] = FAST_CPU_COMPILE) -> list[str]:
+    """Append ``flags`` (default ``FAST_CPU_COMPILE``) to ``environ["XLA_FLAGS"]``,
+    skipping each flag that ``XLA_FLAGS`` already sets (either way) or that this jaxlib
+    does not know.
 
     Returns:
       The flags appended (empty when there was nothing to add).
     """
     current = environ.get("XLA_FLAGS", "")
     named = {_flag_name(f) for f in current.split()}
-    added = [f for f in FAST_CPU_COMPILE if _flag_name(f) not in named and _xla_knows(f)]
+    added = [f for f in flags if _flag_name(f) not in named and _xla_knows(f)]
     if added:
         environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
     return added

@@ -15,10 +15,8 @@ from jaxsim.xla_flags import use_fast_cpu_compile
 # The suite's rollouts are short, so it also compiles at LLVM optimization level 1
 # (a humanoid rollout gradient: 36 s instead of 44 s, running as fast); programs that
 # users run long keep XLA's default level
-SUITE_ONLY = "--xla_backend_optimization_level=1"
 use_fast_cpu_compile()
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {SUITE_ONLY}".strip()
+use_fast_cpu_compile(flags=("--xla_backend_optimization_level=1",))
 jax.config.update("jax_enable_x64", True)
 
 # Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves
