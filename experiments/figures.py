@@ -1,8 +1,9 @@
-"""The README's pictures: gymnasium's humanoid falling for 2 s (float32), its viewer
-file rendered in headless Chromium at the landing, and the contact plots.
+"""The pictures of the documentation's viewer page (docs/viewer.md): gymnasium's
+humanoid falling for 2 s (float32), its viewer file rendered in headless Chromium at
+the landing, and the contact plots.
 
-    python experiments/figures.py   # writes experiments/results/viewer_humanoid.png,
-                                    # plots_humanoid.png and humanoid_fall.html (not committed)
+    python experiments/figures.py   # writes docs/images/viewer_humanoid.png,
+                                    # plots_humanoid.png and /tmp/humanoid_fall.html
 """
 
 import os
@@ -20,7 +21,7 @@ from jaxsim import viz  # noqa: E402
 from jaxsim.io import load_mjcf  # noqa: E402
 from jaxsim.viz import browser  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(__file__), "results")
+OUT = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "images")
 
 
 def main():

@@ -867,7 +867,8 @@ def table(rows: list[dict]) -> str:
 
 
 def compact_table(rows: list[dict]) -> str:
-    """The README's table: one row per case and noise level, the parameters joined."""
+    """The table of the system-identification page (docs/sysid.md): one row per case and
+    noise level, the parameters joined."""
     out = ["| case | noise | parameters | true | jaxsim | err % | iters, s | rms mm | MJX | err % | iters, s | rms mm |",
            "|---|---:|---|---|---|---|---|---:|---|---|---|---:|"]
     keys = []

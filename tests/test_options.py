@@ -1,6 +1,7 @@
-"""Option names: the README's option table is the generated one, every scene option
-is documented, and former names still work with a ``DeprecationWarning`` naming the
-new one (builder, scenes, loaders)."""
+"""Option names: the documentation's option table (``docs/options.md``) is the
+generated one, every scene option is documented, the former names are listed there,
+and they still work with a ``DeprecationWarning`` naming the new one (builder,
+scenes, loaders)."""
 
 import pathlib
 
@@ -8,21 +9,20 @@ import jax.numpy as jnp
 import pytest
 
 from jaxsim import ModelBuilder, scenes
-from jaxsim.builder import SCENE_OPTIONS
 from jaxsim.names import RENAMED
-from jaxsim.options import markdown_table, scene_options
+from jaxsim.options import SCENE_OPTIONS, markdown_table, scene_options
 
-README = pathlib.Path(__file__).parent.parent / "README.md"
+OPTIONS_PAGE = pathlib.Path(__file__).parent.parent / "docs" / "options.md"
 
 
-def test_readme_table_is_generated_and_current():
-    text = README.read_text()
+def test_options_page_table_is_generated_and_current():
+    text = OPTIONS_PAGE.read_text()
     start, end = "<!-- options-table:start -->\n", "<!-- options-table:end -->"
     table = text[text.index(start) + len(start):text.index(end)]
-    assert table == markdown_table(), "README's option table is stale: paste `python -m jaxsim.options`"
+    assert table == markdown_table(), "docs/options.md's option table is stale: paste `python -m jaxsim.options`"
     assert set(SCENE_OPTIONS) == set(scene_options())
-    for former in RENAMED:  # the README names each former name
-        assert f"`{former}`" in text
+    for former, current in RENAMED.items():  # the options page names each former name and its successor
+        assert f"| `{former}` | `{current}` |" in text, f"docs/options.md does not list the former name {former!r}"
 
 
 @pytest.mark.parametrize("former, value, read", [
