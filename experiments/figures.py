@@ -1,8 +1,8 @@
-"""The pictures of the documentation's viewer page (docs/viewer.md): gymnasium's
+"""The pictures of the documentation's viewer page (docs/pages/viewer.md): gymnasium's
 humanoid falling for 2 s (float32), its viewer file rendered in headless Chromium at
 the landing, and the contact plots.
 
-    python experiments/figures.py   # writes docs/images/viewer_humanoid.png,
+    python experiments/figures.py   # writes docs/pages/images/viewer_humanoid.png,
                                     # plots_humanoid.png and /tmp/humanoid_fall.html
 """
 
@@ -21,7 +21,7 @@ from jaxsim import viz  # noqa: E402
 from jaxsim.io import load_mjcf  # noqa: E402
 from jaxsim.viz import browser  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "images")
+OUT = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "pages", "images")
 
 
 def main():

@@ -867,7 +867,7 @@ def table(rows: list[dict]) -> str:
 
 
 def compact_table(rows: list[dict]) -> str:
-    """The table of the system-identification page (docs/sysid.md): one row per case and
+    """The table of the system-identification page (docs/pages/sysid.md): one row per case and
     noise level, the parameters joined."""
     out = ["| case | noise | parameters | true | jaxsim | err % | iters, s | rms mm | MJX | err % | iters, s | rms mm |",
            "|---|---:|---|---|---|---|---|---:|---|---|---|---:|"]

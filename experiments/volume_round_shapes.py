@@ -10,7 +10,7 @@ float64) three ways:
 
 Printed: distance after 1 s, final speed and angular speed, and the time per step
 (batch 1, float32, best of 3). The numbers decide what the volume model does with
-round shapes (docs/contact/volume.md).
+round shapes (docs/pages/contact/volume.md).
 
     python experiments/volume_round_shapes.py
 """

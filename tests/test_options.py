@@ -1,4 +1,4 @@
-"""Option names: the documentation's option table (``docs/options.md``) is the
+"""Option names: the documentation's option table (``docs/pages/options.md``) is the
 generated one, every scene option is documented, the former names are listed there,
 and they still work with a ``DeprecationWarning`` naming the new one (builder,
 scenes, loaders)."""
@@ -12,17 +12,17 @@ from jaxsim import ModelBuilder, scenes
 from jaxsim.names import RENAMED
 from jaxsim.options import SCENE_OPTIONS, markdown_table, scene_options
 
-OPTIONS_PAGE = pathlib.Path(__file__).parent.parent / "docs" / "options.md"
+OPTIONS_PAGE = pathlib.Path(__file__).parent.parent / "docs" / "pages" / "options.md"
 
 
 def test_options_page_table_is_generated_and_current():
     text = OPTIONS_PAGE.read_text()
     start, end = "<!-- options-table:start -->\n", "<!-- options-table:end -->"
     table = text[text.index(start) + len(start):text.index(end)]
-    assert table == markdown_table(), "docs/options.md's option table is stale: paste `python -m jaxsim.options`"
+    assert table == markdown_table(), "docs/pages/options.md's option table is stale: paste `python -m jaxsim.options`"
     assert set(SCENE_OPTIONS) == set(scene_options())
     for former, current in RENAMED.items():  # the options page names each former name and its successor
-        assert f"| `{former}` | `{current}` |" in text, f"docs/options.md does not list the former name {former!r}"
+        assert f"| `{former}` | `{current}` |" in text, f"docs/pages/options.md does not list the former name {former!r}"
 
 
 @pytest.mark.parametrize("former, value, read", [
