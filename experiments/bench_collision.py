@@ -21,8 +21,8 @@ Scenes (MJCF strings below, float32):
                  floor, touching their neighbours (8 box-plane + 28 box-box candidate
                  pairs; at rest 8 cube pairs touch, at most 3 mm deep)
   box_box_volume jaxsim only (no MJX equivalent): kinematics + the intersection
-                 polyhedron ``volume.intersect`` of the two cubes of ``box_box``
-                 (half-spaces from ``volume.box_halfspaces``, expressed about the
+                 polyhedron ``polyhedra.intersect`` of the two cubes of ``box_box``
+                 (half-spaces from ``polyhedra.box_halfspaces``, expressed about the
                  midpoint of the two cubes), returns volume and centroid
 
 Each batch element is the scene's resting pose (``qpos0``) plus small random
@@ -63,11 +63,11 @@ from jaxsim.io import load_mjcf
 from benchutil import bench, machine_info, parse_common
 
 try:
-    from jaxsim.collision import volume
+    from jaxsim.collision import polyhedra as volume
     VOLUME_ERROR = None if hasattr(volume, "intersect") and hasattr(volume, "box_halfspaces") \
-        else "jaxsim.collision.volume has no intersect/box_halfspaces"
+        else "jaxsim.collision.polyhedra has no intersect/box_halfspaces"
 except Exception as e:  # noqa: BLE001 -- the module is being written: report, do not fail
-    volume, VOLUME_ERROR = None, f"import jaxsim.collision.volume failed: {e!r}"
+    volume, VOLUME_ERROR = None, f"import jaxsim.collision.polyhedra failed: {e!r}"
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                            "bench_collision.json")

@@ -1,6 +1,6 @@
 """jaxsim: a GPU-vectorized, differentiable rigid-body robot simulator in pure JAX."""
 
-from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.builder import ModelBuilder
 from jaxsim.collision.driver import collide
 from jaxsim.contact import MODELS as CONTACT_MODELS
 from jaxsim.contact.query import ContactForces, body_contact_wrench, contact_forces
@@ -11,7 +11,7 @@ from jaxsim.kinematics import (Kinematics, body_jacobian, body_velocities, forwa
 from jaxsim.randomize import Range, randomize
 from jaxsim.step import accelerations, make_state, rollout, rollout_policy, step
 from jaxsim.types import (ContactMode, Contacts, ContactState, DynType, GeomType, JointType, Model,
-                          Options, State, Topology, batch_models, cast_floats)
+                          ModelError, Options, State, Topology, batch_models, cast_floats)
 
 __version__ = "0.1.0"
 

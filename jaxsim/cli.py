@@ -1,5 +1,5 @@
-"""The ``jaxsim`` command line: ``simulate`` a model file, ``demo`` the built-in scenes,
-``bench`` the step benchmark. Bare ``jaxsim`` (or ``python -m jaxsim``) is the cube demo.
+"""The ``jaxsim`` command line: ``simulate`` a model file, ``demo`` the built-in scenes.
+Bare ``jaxsim`` (or ``python -m jaxsim``) is the cube demo.
 
 ``simulate`` and ``demo`` take ``--contact MODEL`` and ``--set KEY=VALUE`` for any
 scene-wide option of ``ModelBuilder`` or parameter of the contact model
@@ -16,7 +16,6 @@ import argparse
 import dataclasses
 import math
 import os
-import runpy
 import sys
 import time
 import warnings
@@ -29,8 +28,8 @@ from jaxsim import contact as contact_models
 from jaxsim import options as model_options
 from jaxsim import parallel, scenes
 from jaxsim.step import make_state, rollout, step
-from jaxsim.builder import ModelError
 from jaxsim.names import current_name
+from jaxsim.types import ModelError
 from jaxsim.xla_flags import use_fast_cpu_compile
 
 SCENES = {
@@ -536,27 +535,6 @@ def simulate(args) -> int:
     return 1 if nonfinite.any() else 0
 
 
-# ---------------------------------------------------------------- bench
-
-
-def bench(extra: list[str]) -> int:
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "experiments", "bench_step.py")
-    if not os.path.exists(script):
-        raise UsageError(f"jaxsim bench runs experiments/bench_step.py of a source checkout "
-                         f"(pip install -e '.[bench]'); not found at {script}")
-    argv, path = sys.argv, list(sys.path)
-    sys.argv = [script] + list(extra)
-    sys.path.insert(0, os.path.dirname(script))  # its sibling modules (benchutil, ...)
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except ImportError as e:
-        raise UsageError(f"jaxsim bench needs the bench extra: pip install -e '.[bench]' ({e})") from None
-    finally:
-        sys.argv, sys.path = argv, path
-    return 0
-
-
 # ---------------------------------------------------------------- parser
 
 
@@ -626,9 +604,6 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="simulate the built-in contact scenes")
     _demo_options(d, "all")
     d.add_argument("--out", default=None, help="directory for one viewer file per scene")
-
-    sub.add_parser("bench", help="the step benchmark, jaxsim vs MJX (experiments/bench_step.py; "
-                   "arguments after `bench` go to it)", add_help=False)
     return p
 
 
@@ -657,8 +632,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 def main(argv=None) -> int:
     use_fast_cpu_compile()  # before this process's first JAX computation
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:
-        argv, extra = argv[:1], argv[1:]
     p = parser()
     args = p.parse_args(argv)
     try:
@@ -666,8 +639,6 @@ def main(argv=None) -> int:
             warnings.showwarning = _show_warning
             if args.command == "simulate":
                 return simulate(args)
-            if args.command == "bench":
-                return bench(extra)
             return run_demo(args)
     except (UsageError, ModelError) as e:
         p.exit(2, f"jaxsim: error: {_one_line(e)}\n")

@@ -16,12 +16,14 @@ Conventions used everywhere in jaxsim (written once, here):
   (MuJoCo's convention), and their quaternions integrate by right multiplication.
 
 Every function is pure and works under ``jit``, ``vmap`` and ``grad``; the ``safe_*``
-helpers keep gradients finite at zero vectors.
+helpers keep gradients finite at zero vectors. The ``*_np`` functions at the end are
+their NumPy (float64) counterparts for build-time code (the builder and loaders).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 Array = jnp.ndarray
 
@@ -192,3 +194,34 @@ def inertia_matrix(inertia: Array) -> Array:
 def transform_point_motion(motion: Array, point: Array) -> Array:
     """Linear velocity of ``point`` (relative to the motion's reference point)."""
     return motion[..., 3:] + jnp.cross(motion[..., :3], point)
+
+
+# ------------------------------------------------------------- NumPy, at build time
+
+
+def quat_to_mat_np(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a unit (w, x, y, z) quaternion, in NumPy (``quat_to_mat``)."""
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def mat_to_quat_np(r: np.ndarray) -> np.ndarray:
+    """Unit (w, x, y, z) quaternion of a rotation matrix, in NumPy."""
+    tr = np.trace(r)
+    if tr > 0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q = np.array([0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s])
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
+        q = np.empty(4)
+        q[0] = (r[k, j] - r[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + k] = (r[k, i] + r[i, k]) / s
+    return q / np.linalg.norm(q)

@@ -1,4 +1,4 @@
-"""Seed 001's quadruped (SPEC section 5): a horse-like robot of 23 rigid bodies, 14 ball
+"""The implicit-PD quadruped: a horse-like robot of 23 rigid bodies, 14 ball
 joints and 8 hinges, every joint driven by a PD servo, standing on a floor.
 
 Bodies (x forward, z up; the standing pose is the built one, legs straight down):
@@ -14,7 +14,7 @@ pose (its inverse is ``g M^-1 g`` for the servo's moment ``g``), ``omega`` = 400
 rad/s on the legs (200 on the neck, head and tail, whose coupled segments went
 unstable at 400), and
 critical damping ``2 sqrt(kp I)``: explicit PD is then stable at dt = 1 ms and
-unstable at the seed's 50 ms.
+unstable at implicit PD's 50 ms.
 
 One table (``BODIES``) makes both the jaxsim Model (``build``, through the builder:
 no MuJoCo needed) and the MJCF text (``mjcf``) that MuJoCo loads, with the same
@@ -30,7 +30,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.builder import ModelBuilder, quat_to_mat_np
+from jaxsim.builder import ModelBuilder
+from jaxsim.math import quat_to_mat_np
 from jaxsim.types import Model
 
 ASSET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "quadruped.xml")
@@ -172,8 +173,8 @@ def build(timestep: float = 0.05, implicit_pd: bool = True, dtype=jnp.float32, *
     """The quadruped as a jaxsim Model (module docstring).
 
     Args:
-      timestep: s (the seed's large step: 50 ms).
-      implicit_pd: PD servos solved with the constraints (seed 001) or explicit.
+      timestep: s (implicit PD's large step: 50 ms).
+      implicit_pd: PD servos solved with the constraints (implicit PD) or explicit.
       **options: further ModelBuilder options (contact model, ...).
     """
     b = ModelBuilder(timestep=timestep, implicit_pd=implicit_pd, **options)

@@ -5,7 +5,8 @@ and from ``gymnasium-robotics`` (its MJCF assets).
 ``go2_standing`` is the Unitree Go2 set up to stand: its 12 joints position-servoed
 (solved implicitly with the contacts), a floor plane, and optionally a patch of
 random bumps (a height field) away from the origin, so one model holds both grounds
-and one batched rollout can test both.
+and one batched rollout can test both: ``go2_stand`` runs it, ``standing_figures``
+measures how well each robot stands.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 import os
 from importlib import metadata, util
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.builder import ModelError
-from jaxsim.types import Model
+from jaxsim.step import make_state, rollout
+from jaxsim.types import Model, ModelError
 
 GO2_POSE = {"hip": 0.0, "thigh": 0.8, "calf": -1.5}  # rad: Unitree's standing pose
 GO2_TERRAIN_X = 3.0  # m: centre of the bump patch; a robot at x = 0 stands on the plane
@@ -50,12 +52,12 @@ def go2_standing(timestep: float = 0.01, *, kp: float = 60.0, kv: float = 3.0, t
 
     The 19 link meshes against the two grounds make 304 contact slots; the step solves
     the ``max_contacts`` deepest active ones (0: all). Standing, with the full hulls,
-    32 gave the same trajectory as all slots (the same figures in
-    ``experiments/go2_stand.py`` to the last digit) in two thirds of the time; 16 is
-    too few (the robot on the plane slides). The hulls (up to 563 vertices) are capped
-    at ``max_hull_vertices`` (None: as the meshes give them): at 64 the 10 s stand
-    takes 12-15 s with compile instead of 39 s, with the same figures within 0.7 mm of
-    base height and 0.6 mm of creep (README, "Loading models").
+    32 gave the same trajectory as all slots (the same ``standing_figures`` of
+    ``go2_stand`` to the last digit) in two thirds of the time; 16 is too few (the
+    robot on the plane slides). The hulls (up to 563 vertices) are capped at
+    ``max_hull_vertices`` (None: as the meshes give them): at 64 the 10 s stand takes
+    12-15 s with compile instead of 39 s, with the same figures within 0.7 mm of base
+    height and 0.6 mm of creep (the docs' Loading page).
 
     Returns:
       (Model, (12,) standing joint targets in actuator order, rad).
@@ -86,6 +88,45 @@ def go2_standing(timestep: float = 0.01, *, kp: float = 60.0, kv: float = 3.0, t
     target = np.array([GO2_POSE[name.split("_")[1]] for name in names])
     return mjcf.from_mjmodel(m, timestep=timestep, implicit_pd=implicit_pd, dtype=dtype, max_contacts=max_contacts,
                              **options), target
+
+
+def go2_stand(contact: str = "relaxed", dt: float = 0.01, seconds: float = 10.0, *, kp: float = 60.0,
+              kv: float = 3.0):
+    """One Go2 on the plane (x = 0) and one on the bump patch, 5-10 cm above their
+    ground in the standing pose, held there by the servos (``go2_standing``) for
+    ``seconds``: one batched float32 rollout.
+
+    Returns:
+      (trajectory State (2, steps, ...), standing joint targets (12,)).
+    """
+    model, target = go2_standing(dt, kp=kp, kv=kv, contact=contact)
+    q = np.tile(np.asarray(model.qpos0), (2, 1))
+    q[:, 7:] = target
+    q[:, :3] = [[0.0, 0.0, 0.42], [GO2_TERRAIN_X, 0.0, 0.5]]
+    states = jax.vmap(lambda q: make_state(model, q=q, ctrl=jnp.asarray(target, model.dtype)))(
+        jnp.asarray(q, model.dtype))
+    steps = int(round(seconds / dt))
+    ctrls = jnp.tile(jnp.asarray(target, model.dtype), (2, steps, 1))
+    _, traj = jax.jit(jax.vmap(rollout, in_axes=(None, 0, 0)))(model, states, ctrls)
+    return jax.block_until_ready(traj), target
+
+
+def standing_figures(traj, target, g: int) -> dict:
+    """How env ``g`` of a ``go2_stand`` rollout stands over its second half: every
+    value finite, the base's final height (m), how far it moved (m), its largest tilt
+    (deg), the largest servo error (rad), the deepest contact (m), and the contact
+    solver's mean and largest iterations."""
+    qg = np.asarray(traj.q[g])
+    half = len(qg) // 2
+    up = 1 - 2 * (qg[:, 4] ** 2 + qg[:, 5] ** 2)  # the base's z axis' world z
+    it = np.asarray(traj.solver.iterations[g])
+    depth = np.where(np.asarray(traj.contact.active[g]), np.asarray(traj.contact.depth[g]), 0.0)
+    return {"finite": not bool(np.any(np.asarray(traj.nonfinite[g]))), "base_z": float(qg[-1, 2]),
+            "moved_last_half_m": float(np.abs(qg[half:, :3] - qg[half, :3]).max()),
+            "tilt_deg": float(np.degrees(np.arccos(np.clip(up[half:].min(), -1, 1)))),
+            "servo_error_rad": float(np.abs(qg[half:, 7:] - target).max()),
+            "depth_max_m": float(depth.max()), "iterations_mean": float(it.mean()),
+            "iterations_max": int(it.max())}
 
 
 # gymnasium-robotics' Fetch tasks: (base x, object pose or None, gripper_extra_height)

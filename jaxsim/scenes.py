@@ -8,14 +8,14 @@ import numpy as np
 from jaxsim.builder import ModelBuilder
 from jaxsim.types import Model
 
-LINK_SIZE = (0.04, 0.10, 0.04)  # m, SPEC section 2: 4 x 10 x 4 cm boxes ...
+LINK_SIZE = (0.04, 0.10, 0.04)  # m: 4 x 10 x 4 cm boxes ...
 LINK_MASS = 0.3  # kg, ... of 0.3 kg
 
 
 def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = False,
              timestep: float = 1e-3, integrator: str = "euler", damping: float = 0.0,
              dtype=jnp.float32, **options) -> Model:
-    """The n-link planar pendulum of SPEC section 2 (seed 003, section 3).
+    """The n-link planar pendulum of the Springhead impact/resting paper.
 
     Each link is a 4 x 10 x 4 cm box of 0.3 kg hanging along -z from a hinge about the
     world y axis; all hinges are parallel. Without a floor, start it swinging at 60
@@ -69,7 +69,7 @@ def euler_xyz_to_quat(euler_deg) -> np.ndarray:
     return q
 
 
-CUBE_SIZE, CUBE_MASS = 0.1, 0.5  # m, kg: SPEC section 3's cube
+CUBE_SIZE, CUBE_MASS = 0.1, 0.5  # m, kg: the contact-volume wrench's cube
 
 
 def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3),
@@ -94,10 +94,10 @@ def cube(*, height: float = 0.05, euler_deg=(0.0, 0.0, 0.0), friction=(0.5, 0.3)
 
 
 def quadruped(timestep: float = 0.05, *, implicit_pd: bool = True, dtype=jnp.float32, **options) -> Model:
-    """Seed 001's horse-like quadruped on a floor (``jaxsim.quadruped``): 23 bodies, 14
-    ball joints and 8 hinges, 50 position servos, standing at ``make_state``'s zero
-    ``ctrl``; ``implicit_pd`` solves the servos with the constraints (stable at the
-    seed's dt = 50 ms). ``jaxsim/assets/quadruped.xml`` is the same robot for MuJoCo;
+    """The implicit-PD horse-like quadruped on a floor (``jaxsim.quadruped``): 23 bodies,
+    14 ball joints and 8 hinges, 50 position servos, standing at ``make_state``'s zero
+    ``ctrl``; ``implicit_pd`` solves the servos with the constraints (stable at dt =
+    50 ms). ``jaxsim/assets/quadruped.xml`` is the same robot for MuJoCo;
     ``jaxsim.quadruped.gait_ctrl`` gives trot targets."""
     from jaxsim import quadruped as robot
 

@@ -111,7 +111,8 @@ def rotation_dofs(topo) -> np.ndarray:
     children: the implicit gyroscopic step's joints. The torque ``w x I w`` is a
     single free rigid body's; on a joint that carries a subtree ``M``'s block is the
     subtree's composite inertia, and a ball joint's velocity is relative to its
-    parent's: seed 001's quadruped at dt = 50 ms blew up through both."""
+    parent's: the quadruped of ``jaxsim.quadruped`` at dt = 50 ms is unstable when
+    either gets the implicit step."""
     parents = set(int(p) for p in topo.body_parent)
     out = [topo.jnt_dofadr[j] + 3 for j in range(topo.njnt)
            if JointType(topo.jnt_type[j]) == JointType.FREE and int(topo.jnt_body[j]) not in parents]
@@ -119,8 +120,9 @@ def rotation_dofs(topo) -> np.ndarray:
 
 
 def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
-    """The velocity change ``dv`` (nv,) of a step, with the gyroscopic torque of every
-    free or ball joint taken at the end of the step (one Newton step of implicit Euler,
+    """The velocity change ``dv`` (nv,) of a step, with the gyroscopic torque of the
+    free joint of every body without children (``rotation_dofs``; other joints keep
+    the explicit term) taken at the end of the step (one Newton step of implicit Euler,
     as Bullet's implicit gyroscopic force): ``(M + dt D) dv' = M dv`` with
     ``D = skew(w) I - skew(I w)``, the derivative of ``w x I w`` for the joint's
     angular velocity ``w`` and its block ``I`` of ``M`` (nv, nv).

@@ -25,6 +25,10 @@ import jax.numpy as jnp
 Array = jax.Array
 
 
+class ModelError(ValueError):
+    """A model description that cannot be built; the message names the element."""
+
+
 def pytree_dataclass(cls):
     """Frozen dataclass registered as a pytree; fields with ``static=True`` metadata
     become treedef aux data (they must be hashable)."""
@@ -77,11 +81,11 @@ class GeomType(enum.IntEnum):
 
 
 class ContactMode(enum.IntEnum):
-    """What a geom pair's contacts are (SPEC section 4)."""
+    """What a geom pair's contacts are (``ModelBuilder.set_contact_mode``, ``add_pair``)."""
 
     NONE = 0  # not even detected
     CONSTRAINT = 1  # rows of the selected contact model's solve
-    PENALTY = 2  # a spring-damper force in the smooth dynamics (contact/penalty.py)
+    PENALTY = 2  # a spring-damper force in the smooth dynamics (contact/penalty_forces.py)
 
 
 class DynType(enum.IntEnum):
@@ -148,8 +152,8 @@ class Topology:
     eq_obj2: tuple = static()  # joint / tendon: -1 for "keep at its reference value"; body: 0 the world
     eq_name: tuple = static()
     exclude: tuple = static(())  # (body1, body2) pairs whose geoms never collide
-    # the pair table (builder.collision_pairs): every geom pair that may collide, in a
-    # fixed order; its parameters are the Model's pair_* arrays
+    # the pair table (``collision/pairs.py``'s ``pair_table``): every geom pair that may
+    # collide, in a fixed order; its parameters are the Model's pair_* arrays
     pair_geom1: tuple = static(())
     pair_geom2: tuple = static(())
     pair_mode: tuple = static(())  # ContactMode per pair
@@ -176,13 +180,14 @@ class Options:
     # the constraint stage (each contact model's own parameters: Model.contact_params)
     contact_margin: Array  # () m, speculative contacts: shapes this close count as touching
     solver_tol: Array  # () relative tolerance of the contact QP
-    penalty_stiffness: Array  # () N/m, penalty pairs' spring (contact/penalty.py)
+    penalty_stiffness: Array  # () N/m, penalty pairs' spring (contact/penalty_forces.py)
     penalty_damping: Array  # () N s/m, penalty pairs' damper
     slip_speed: Array  # () m/s, slip speed above which friction is kinetic (penalty pairs: viscous below it)
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
-    implicit_gyroscopic: bool = static(True)  # Euler: free / ball joints' gyroscopic torque at v+ (MuJoCo: explicit)
+    # Euler: the gyroscopic torque of free joints on bodies without children at v+ (MuJoCo: explicit)
+    implicit_gyroscopic: bool = static(True)
     fluid: bool = static(False)  # apply fluid forces (ModelBuilder's fluid: by default when density or viscosity > 0)
     contact: str = static("relaxed")  # the contact model (jaxsim.contact.MODELS): "relaxed", "rigid", "penalty", ...
     constraint: bool = static(True)  # False: no contacts and no constraint rows at all (MuJoCo's constraint flag)
@@ -357,7 +362,7 @@ class Contacts:
       overflow: () int32, contacts dropped this step because a pair had more candidates
         than slots (the deepest are kept).
       volume: with ``Topology.pair_geometry == "volume"``, the intersection polyhedron of
-        each slot (``collision.volume.Polyhedron`` batched over slots, padded; empty for
+        each slot (``collision.polyhedra.Polyhedron`` batched over slots, padded; empty for
         slots of non-polyhedral pairs); None otherwise.
     """
 

@@ -112,3 +112,29 @@ URDF_ROBOTS = {  # id: (path under example_robot_data_dir(), compile_urdf option
     "urdf/go2": ("go2_description/urdf/go2.urdf", {"floating_base": True}),
     "urdf/panda": ("panda_description/urdf/panda.urdf", {}),
 }
+
+
+ROLLOUT_CHUNK = 100  # steps per compiled rollout piece
+
+
+def rollout_in_chunks(model, state, ctrls):
+    """``jax.jit(jaxsim.rollout)(model, state, ctrls)`` run as consecutive pieces of
+    ``ROLLOUT_CHUNK`` steps (when the length is a multiple of it): the same states, but
+    one compiled program per model structure instead of one per rollout length, shared
+    by every test of a worker that rolls out a Model of that structure."""
+    import jaxsim
+
+    if "rollout" not in _PROGRAMS:
+        _PROGRAMS["rollout"] = jax.jit(jaxsim.rollout)
+    roll = _PROGRAMS["rollout"]
+    steps = ctrls.shape[0]
+    if steps % ROLLOUT_CHUNK or steps == ROLLOUT_CHUNK:
+        return roll(model, state, ctrls)
+    pieces = []
+    for k in range(0, steps, ROLLOUT_CHUNK):
+        state, traj = roll(model, state, ctrls[k:k + ROLLOUT_CHUNK])
+        pieces.append(traj)
+    return state, jax.tree.map(lambda *a: jax.numpy.concatenate(a), *pieces)
+
+
+_PROGRAMS = {}

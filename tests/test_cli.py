@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import gymnasium
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim import GeomType
 from jaxsim.cli import build_model, contact_label, load_with_floor, main
 from jaxsim.kinematics import forward_kinematics
@@ -210,7 +210,7 @@ def test_floor_is_added_under_the_lowest_point_and_the_box_comes_to_rest_on_it(t
     expected = 1.5 - (0.1 * np.sin(np.radians(25)) + 0.05 * np.cos(np.radians(25)))
     assert floor_z == pytest.approx(expected, abs=1e-6)
     assert jaxsim.make_state(model).contact.active.shape[0] > 0
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((1000, 0)))
+    _, traj = rollout_in_chunks(model, jaxsim.make_state(model), jnp.zeros((1000, 0)))
     z = float(forward_kinematics(model, traj.q[-1]).body_pos_w[1, 2])
     assert z - floor_z == pytest.approx(0.05, abs=1e-3)  # tipped flat onto its largest face
     assert float(jnp.abs(traj.v[-1]).max()) < 1e-2
@@ -229,8 +229,3 @@ def test_urdf_gets_its_packages_a_floor_and_a_floating_base():
     assert (fixed.nq, floating.nq) == (9, 16) and z == pytest.approx(z2) and z <= 0.0
     assert fixed.topo.ngeom == floating.topo.ngeom and GeomType.PLANE in fixed.topo.geom_type
 
-
-def test_bench_hands_its_arguments_to_the_benchmark():
-    r = run_cli("bench", "--help")
-    assert r.returncode == 0, r.stderr
-    assert "usage: bench_step.py" in r.stdout and "--max-contacts" in r.stdout

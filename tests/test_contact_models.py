@@ -1,6 +1,7 @@
 """The constraint stage's interface: a contract every registered contact model meets
-(jit, vmap over states and models, grad, float32 and float64, a resting and a sliding
-box, the contact-force query), a model registered here without touching ``step.py``,
+(jit, vmap over states and models, float32 and float64, a resting and a sliding box,
+the contact-force query; the gradients of every built-in model against finite
+differences are in ``test_parameter_gradients.py``), a model registered here without touching ``step.py``,
 per-pair contact modes, penalty contacts and the force query on an incline and a
 humanoid."""
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim import ModelBuilder, ModelError, contact
 from jaxsim.contact import ContactModel, Solution, param, register
 from jaxsim.solver import qp
@@ -132,25 +134,6 @@ def test_contract_rest_slide_and_force_query(contract_run):
     np.testing.assert_allclose(np.asarray(force32)[0], np.asarray(force)[0], rtol=0.01, atol=1e-3)
 
 
-# models whose own tests check a rollout's gradient against finite differences
-# (test_contact: relaxed; test_springhead; test_volume_model) are left out here
-@pytest.mark.parametrize("name", sorted(set(MODELS) - {"relaxed", "springhead", "volume", "test_volume"}))
-def test_contract_gradient_of_sliding_distance(name):
-    """d x(0.2 s) / d vx(0) of a box sliding at 2 m/s (float64): jax.grad against a
-    central finite difference, and against the analytic 0.2 s while it slides."""
-    model = cube_model(name, jnp.float64)
-
-    def x_final(v0):
-        s = jaxsim.make_state(model, v=jnp.zeros(6, jnp.float64).at[0].set(v0))
-        return jaxsim.rollout(model, s, jnp.zeros((100, 0)))[0].q[0]
-
-    f = jax.jit(jax.value_and_grad(x_final))
-    (_, g), h = f(2.0), 1e-4
-    fd = (f(2.0 + h)[0] - f(2.0 - h)[0]) / (2 * h)
-    np.testing.assert_allclose(float(g), float(fd), rtol=1e-3)
-    np.testing.assert_allclose(float(g), 0.2, rtol=0.02)
-
-
 # ---------------------------------------------------------------------------- modes
 
 
@@ -173,7 +156,7 @@ def test_modes_pass_through_or_stack(mode):
     box_pair = [i for i in range(len(model.topo.pair_mode)) if i not in floor_pairs]
     assert model.topo.pair_mode[box_pair[0]] == {"none": 0, "constraint": 1, "penalty": 2}[mode]
     assert all(model.topo.pair_mode[i] == ContactMode.CONSTRAINT for i in floor_pairs)
-    final, _ = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((750, 0)))
+    final, _ = rollout_in_chunks(model, jaxsim.make_state(model), jnp.zeros((750, 0)))
     z_low, z_high = float(final.q[2]), float(final.q[9])
     assert abs(z_low - 0.05) < 1e-3 and not bool(final.nonfinite)
     if mode == "none":  # the upper box fell through the lower one onto the floor
@@ -193,7 +176,7 @@ def test_penalty_cube_rests_at_its_spring_deflection():
     b.add_geom("cube", "box", (0.05, 0.05, 0.05))
     model = b.build(jnp.float64)
     assert set(model.topo.pair_mode) == {ContactMode.PENALTY}
-    final, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((2500, 0)))
+    final, traj = rollout_in_chunks(model, jaxsim.make_state(model), jnp.zeros((2500, 0)))
     active = np.asarray(final.contact.active)
     assert active.sum() == 4
     np.testing.assert_allclose(np.asarray(final.contact.depth)[active], G / (4 * k), rtol=0.02)
@@ -210,7 +193,7 @@ def test_humanoid_lying_on_the_floor_carries_its_weight():
 
     model = load_mjcf(f"{gymnasium_dir()}/humanoid.xml", dtype=jnp.float64, max_contacts=16)
     q0 = model.qpos0.at[2].set(0.12).at[3:7].set(jnp.asarray([np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0]))
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model, q=q0), jnp.zeros((800, model.nu)))
+    _, traj = rollout_in_chunks(model, jaxsim.make_state(model, q=q0), jnp.zeros((800, model.nu)))
     world_on_robot = jax.vmap(lambda s: jnp.sum(jnp.where(
         s.contact.active[:, None], jaxsim.contact_forces(model, s).force2_w, 0.0), 0))(traj)
     # the last 0.3 s, averaged (the limbs still settle)

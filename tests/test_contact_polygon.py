@@ -11,7 +11,7 @@ from scipy.optimize import linprog
 from scipy.spatial import ConvexHull, HalfspaceIntersection
 from scipy.spatial.transform import Rotation
 
-from jaxsim.builder import mesh_edges
+from jaxsim.collision.convex import mesh_edges
 from jaxsim.collision import convex
 from jaxsim.collision.polygon import contact_polygon
 

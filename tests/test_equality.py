@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim import ModelBuilder, ModelError
 from jaxsim.contact.equality import equality_rows
 from jaxsim.io.mjcf import load_mjcf
@@ -75,7 +76,7 @@ def runs():
     md.ctrl[:] = CTRL
     model = load_mjcf(SCENE, dtype=jnp.float64)
     state = jaxsim.make_state(model).replace(v=jnp.asarray(md.qvel), ctrl=jnp.asarray(md.ctrl))
-    _, traj = jax.jit(jaxsim.rollout)(model, state, jnp.tile(jnp.asarray(CTRL), (STEPS, 1)))
+    _, traj = rollout_in_chunks(model, state, jnp.tile(jnp.asarray(CTRL), (STEPS, 1)))
     q_mj = []
     for _ in range(COMPARED):
         mujoco.mj_step(mm, md)
@@ -225,7 +226,7 @@ def test_fetch_mocap_weld_holds_beside_mujoco():
     steps = 500
     ctrl = np.repeat(np.linspace(0.02, 0.0, steps)[:, None], mm.nu, 1)  # fingers open, then close (inside their range)
     state = jaxsim.make_state(model).replace(q=jnp.asarray(qpos, jnp.float32), v=jnp.asarray(qvel, jnp.float32))
-    final, traj = jax.jit(jaxsim.rollout)(model, state, jnp.asarray(ctrl, jnp.float32))
+    final, traj = rollout_in_chunks(model, state, jnp.asarray(ctrl, jnp.float32))
     q = np.asarray(traj.q)
     grip = model.body_id("robot0:gripper_link")
 

@@ -1,4 +1,4 @@
-"""A real robot standing (issue: implicit PD with real robot files): the Unitree Go2
+"""A real robot standing: the Unitree Go2
 from example-robot-data, its 12 joints servoed with implicit PD at dt = 10 ms, stands
 for 10 s on a floor plane and on a patch of random bumps (a height field), in one
 batched float32 rollout (``experiments/go2_stand.py`` prints the same figures).
@@ -9,20 +9,15 @@ than 1 cm (no walking off or sliding down); it tilts less than 10 degrees; every
 joint within 0.2 rad of its target (the servos hold the pose against gravity);
 no contact deeper than 5 mm."""
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
 from jaxsim import ModelError, robots
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments"))
-from go2_stand import stand, standing_figures  # noqa: E402
+from jaxsim.robots import go2_stand, standing_figures
 
 
 def test_go2_stands_on_a_plane_and_on_bumps_with_implicit_pd():
-    traj, target = stand("relaxed", dt=0.01, seconds=10.0)
+    traj, target = go2_stand("relaxed", dt=0.01, seconds=10.0)
     figures = {ground: standing_figures(traj, target, g) for g, ground in enumerate(("plane", "hfield"))}
     for ground, f in figures.items():
         print(ground, {k: round(v, 5) if isinstance(v, float) else v for k, v in f.items()})

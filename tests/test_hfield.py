@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim.collision import hfield
 from jaxsim.collision.driver import collide
 from jaxsim.io import load_mjcf
@@ -168,7 +169,7 @@ def test_slide_and_roll_down_a_ramp():
     for i in (1, 3):
         q[7 * i:7 * i + 3] = [0.0, 0.0, 5.0 + i]  # far above, falling
     steps = 250
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model, q=jnp.asarray(q)), jnp.zeros((steps, 0)))
+    _, traj = rollout_in_chunks(model, jaxsim.make_state(model, q=jnp.asarray(q)), jnp.zeros((steps, 0)))
     t = np.arange(1, steps + 1) * 2e-3
     down = np.array([-np.cos(SLOPE), 0.0, -np.sin(SLOPE)])
     for i, lift, expected in ((0, 0.05, 5 / 7 * G * np.sin(SLOPE)), (2, 0.03, G * (np.sin(SLOPE) - 0.2 * np.cos(SLOPE)))):
@@ -208,3 +209,20 @@ def test_loaded_surface_is_mujocos():
         dist = mujoco.mj_ray(mm, d, top, np.array([0, 0, -1.0]), None, 1, 1, geomid)  # not the ball
         assert geomid[0] == 0
         np.testing.assert_allclose(top[2] - dist, pos[2] + z, atol=1e-9)
+
+
+def test_a_pair_without_a_collision_routine_is_refused_at_build():
+    """A plane against a height field has no narrow phase: the build names the two geoms
+    (before any step runs); excluding the pair with contype/conaffinity builds."""
+    def terrain_on_plane(contype):
+        b = jaxsim.ModelBuilder()
+        b.add_geom("world", "plane", (0, 0, 0), name="ground")
+        b.add_body("slab", pos=(0, 0, 0.5), mass=1.0, inertia=(0.1, 0.1, 0.1))
+        b.add_joint("slab", "free")
+        b.add_geom("slab", "hfield", HSIZE, name="terrain", heights=ramp_heights(), contype=contype,
+                   conaffinity=contype)
+        return b.build(jnp.float64)
+
+    with pytest.raises(jaxsim.ModelError, match=r"geoms 'ground' and 'terrain': no collision routine"):
+        terrain_on_plane(1)
+    terrain_on_plane(0)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim import ModelError
 from jaxsim.builder import ModelBuilder
 
@@ -45,7 +46,7 @@ def closed_form(steps=STEPS, target=1.0):
 
 
 def final_angles(model, ctrl, steps):
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.full((steps, 1), ctrl))
+    _, traj = rollout_in_chunks(model, jaxsim.make_state(model), jnp.full((steps, 1), ctrl))
     return np.asarray(traj.q[:, 0])
 
 

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.spatial import ConvexHull, HalfspaceIntersection
 
-from jaxsim.collision import moments, volume
+from jaxsim.collision import moments
+from jaxsim.collision import polyhedra
 
 # Dunavant's 7-point rule, exact to degree 5: (barycentric, weight)
 _A1, _B1, _W1 = 0.059715871789770, 0.470142064105115, 0.132394152788506
@@ -68,7 +69,7 @@ def _rotation(rng):
 
 def _box(rng, centre):
     size = rng.uniform(0.02, 0.1, 3)
-    return volume.box_halfspaces(jnp.asarray(size), jnp.asarray(centre), jnp.asarray(_rotation(rng)))
+    return polyhedra.box_halfspaces(jnp.asarray(size), jnp.asarray(centre), jnp.asarray(_rotation(rng)))
 
 
 def _hull(rng, triangles=False):
@@ -98,7 +99,7 @@ def _plane_normal(poly):
 @jax.jit
 @jax.vmap
 def _ours(na, da, nb, db):
-    poly = volume.intersect(na, da, nb, db)
+    poly = polyhedra.intersect(na, da, nb, db)
     n = _plane_normal(poly)
     Q, c = moments.volume_moments(poly, n, poly.centroid)
     return Q, c, n, poly.centroid, poly.valid
@@ -121,13 +122,13 @@ def test_box_box_against_quadrature():
     while len(cases) < 50:
         na, da = _box(rng, np.zeros(3))
         nb, db = _box(rng, rng.uniform(-0.05, 0.05, 3))
-        if bool(volume.intersect(na, da, nb, db).valid):
+        if bool(polyhedra.intersect(na, da, nb, db).valid):
             cases.append((na, da, nb, db))
     _check(cases)
 
 
 def test_hull_plane_against_quadrature():
-    """The general intersection and the plane clip (``volume.clip``, what plane geoms
+    """The general intersection and the plane clip (``polyhedra.clip``, what plane geoms
     use) on the same hulls."""
     rng = np.random.default_rng(2)
     floor = (jnp.asarray([[0.0, 0.0, 1.0]]), jnp.asarray([0.0]))
@@ -137,9 +138,9 @@ def test_hull_plane_against_quadrature():
     @jax.jit
     @jax.vmap
     def clipped(na, da, tri):
-        poly = volume.clip(tri, na, jnp.ones(tri.shape[0], bool), floor[0][0], floor[1][0])
+        poly = polyhedra.clip(tri, na, jnp.ones(tri.shape[0], bool), floor[0][0], floor[1][0])
         Q, c = moments.volume_moments(poly, floor[0][0], poly.centroid)
-        full = volume.intersect(*floor, na, da)
+        full = polyhedra.intersect(*floor, na, da)
         return Q, c, poly.centroid, poly.valid, poly.volume - full.volume, poly.centroid - full.centroid
 
     Q, c, centroid, valid, dvol, dcen = clipped(*(jnp.stack([h[k] for h in hulls]) for k in range(3)))
@@ -159,7 +160,7 @@ def test_gradients_match_finite_differences():
     nb, db = _box(rng, np.array([0.01, -0.01, 0.03]))
 
     def f(t):
-        poly = volume.intersect(na, da, nb, db + nb @ t)
+        poly = polyhedra.intersect(na, da, nb, db + nb @ t)
         n = _plane_normal(poly)
         Q, c = moments.volume_moments(poly, n, poly.centroid)
         return jnp.concatenate([Q.reshape(-1), c])
@@ -175,7 +176,7 @@ def test_gradients_match_finite_differences():
 
 
 def test_fan_section_bounds_the_sorted_section():
-    """``volume.fan_section`` (segments, no sorting) against ``volume.section`` (sorted
+    """``polyhedra.fan_section`` (segments, no sorting) against ``polyhedra.section`` (sorted
     corners) on 40 random clipped boxes cut through their centroid by tilted planes:
     every corner lies on or left of every segment, and the segments' total length is
     the polygon's perimeter."""
@@ -195,11 +196,11 @@ def test_fan_section_bounds_the_sorted_section():
     @jax.vmap
     def both(pos, rot, size, cut):
         b = convex.box_polytope(pos, rot, size)
-        poly = volume.clip(b.face_vert, b.normal, b.face_mask, floor, jnp.asarray(0.0))
-        nb, db = volume.box_halfspaces(size, pos, rot)
-        sec = volume.section(jnp.concatenate([floor[None], nb]), jnp.concatenate([jnp.zeros(1), db]),
+        poly = polyhedra.clip(b.face_vert, b.normal, b.face_mask, floor, jnp.asarray(0.0))
+        nb, db = polyhedra.box_halfspaces(size, pos, rot)
+        sec = polyhedra.section(jnp.concatenate([floor[None], nb]), jnp.concatenate([jnp.zeros(1), db]),
                              poly.centroid, cut, 16)
-        return volume.fan_section(poly, poly.centroid, cut), sec.corners, sec.corner_mask, poly.valid
+        return polyhedra.fan_section(poly, poly.centroid, cut), sec.corners, sec.corner_mask, poly.valid
 
     (start, stop, mask), corners, cmask, valid = both(*(jnp.asarray(np.stack(x)) for x in zip(*cases)))
     assert np.all(np.asarray(valid))

@@ -5,7 +5,8 @@ What is checked. One vector ``theta`` holds every physical parameter the scene
 exercises: the box's kinetic friction (``geom_friction``), its mass, pitch inertia and
 centre of mass (x, z), its half extents along x and z (``geom_size``), the damping and
 armature of the pushed slide joint (``dof_damping``, ``dof_armature``), the motor's
-gain (``actuator_gain``) and, under Springhead's model (the only one with
+gain (``actuator_gain``), the initial sliding speed (not a Model field: the state's
+gradient through the same rollout) and, under Springhead's model (the only one with
 restitution), the box's ``geom_restitution``. ``jax.grad`` (reverse mode: implicit QP
 adjoints, unrolled Gauss-Seidel sweeps, the scan's transpose) of a scalar loss of a
 30-step rollout must agree with a central finite difference of the same loss in
@@ -129,11 +130,10 @@ def test_parameter_gradients_match_finite_differences(name):
     base = pushed_box(contact, **options)
     params = PARAMS + [RESTITUTION] if contact == "springhead" else PARAMS
     where = [(field, index(base)) for _, field, index in params]
-    theta0 = np.array([float(getattr(base, field)[i]) for field, i in where])
+    theta0 = np.array([float(getattr(base, field)[i]) for field, i in where] + [VX])  # last: initial vx
     assert np.all(theta0 != 0)  # relative steps
 
     q0 = jnp.asarray([0.0, HALF[0] * np.sin(TILT) + HALF[2] * np.cos(TILT) + GAP, TILT])
-    v0 = jnp.asarray([VX, VZ, 0.0])
     ctrl = jnp.ones((STEPS, base.nu))
     w_final_q = jnp.asarray([1.0, -2.0, 0.5])  # x, z, pitch
     w_final_v = jnp.asarray([0.5, 0.3, -0.1])
@@ -149,7 +149,7 @@ def test_parameter_gradients_match_finite_differences(name):
             state = jaxsim.step(model, state, u)
             return (state, total + state.q), None
 
-        start = jaxsim.make_state(model, q=q0, v=v0)
+        start = jaxsim.make_state(model, q=q0, v=jnp.stack([theta[-1], VZ, 0.0]))
         (final, total), _ = jax.lax.scan(body, (start, jnp.zeros_like(q0)), ctrl)
         return w_final_q @ final.q + w_final_v @ final.v + w_mean_q @ total / STEPS
 
@@ -167,7 +167,7 @@ def test_parameter_gradients_match_finite_differences(name):
     scale = np.max(np.abs(s_fd))
     table = "\n".join(f"  {label:20s} AD {a: .9e}  FD {f: .9e}  theta dL/dtheta {s: .2e}  rel err "
                       f"{abs(a - f) / max(abs(f), 1e-300):.1e}"
-                      for (label, _, _), a, f, s in zip(params, ad, fd, s_ad))
+                      for label, a, f, s in zip([p[0] for p in params] + ["initial vx"], ad, fd, s_ad))
     print(f"{name}:\n{table}")
     assert np.all(np.isfinite(ad)) and np.all(np.isfinite(fd)), table
     assert np.all(np.abs(s_ad) >= NONZERO * scale), f"a parameter does not move the loss:\n{table}"

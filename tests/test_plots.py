@@ -11,6 +11,7 @@ import pytest
 matplotlib.use("Agg")
 
 import jaxsim  # noqa: E402
+from conftest import rollout_in_chunks  # noqa: E402
 from jaxsim import viz  # noqa: E402
 from jaxsim.kinematics import forward_kinematics  # noqa: E402
 
@@ -32,7 +33,7 @@ def resting_box(friction=(0.8, 0.6)):
 @pytest.fixture(scope="module")
 def settled():
     model = resting_box()
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((300, 0)))
+    _, traj = rollout_in_chunks(model, jaxsim.make_state(model), jnp.zeros((300, 0)))
     return model, traj
 
 
@@ -59,7 +60,7 @@ def test_free_fall_energy_is_analytic():
     model = resting_box()  # started 1 m up: no contact in 0.3 s
     dt = float(model.opt.timestep)
     state = jaxsim.make_state(model, q=jnp.asarray(model.qpos0).at[2].set(1.0))
-    _, traj = jax.jit(jaxsim.rollout)(model, state, jnp.zeros((150, 0)))
+    _, traj = rollout_in_chunks(model, state, jnp.zeros((150, 0)))
     time, kinetic, potential = viz.energy(model, traj)
     np.testing.assert_allclose(kinetic, 0.5 * MASS * (G * time) ** 2, rtol=1e-9)
     n = np.round(time / dt)  # semi-implicit Euler: v_n = -g n dt, z_n = z_0 - g dt^2 n (n + 1) / 2
@@ -75,7 +76,7 @@ def test_batch_env_matches_single_rollout():
     q0 = jnp.asarray(model.qpos0)
     states = jax.vmap(lambda z: jaxsim.make_state(model, q=q0.at[2].set(z)))(jnp.asarray([0.06, 0.2]))
     _, trajs = jax.jit(jax.vmap(jaxsim.rollout, in_axes=(None, 0, None)))(model, states, jnp.zeros((120, 0)))
-    _, single = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model, q=q0.at[2].set(0.2)), jnp.zeros((120, 0)))
+    _, single = rollout_in_chunks(model, jaxsim.make_state(model, q=q0.at[2].set(0.2)), jnp.zeros((120, 0)))
     for fn in (lambda t, e: viz.contact_forces(model, t, env=e)[2],
                lambda t, e: viz.center_of_pressure(model, t, 1, env=e)[2],
                lambda t, e: viz.energy(model, t, env=e)[1],

@@ -16,7 +16,7 @@ deeper than its shapes' size. ``experiments/robustness.py`` runs the same checks
 import numpy as np
 import pytest
 
-from float32_runs import TOPOLOGIES, run
+from float32_runs import EXACT_SCENES, OTHER_MODEL_SCENES, SCENES, TOPOLOGIES, VOLUME_SCENES, run
 
 
 def _check_healthy(r: dict) -> None:
@@ -32,7 +32,7 @@ def _check_healthy(r: dict) -> None:
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_random_scenes_float32(name):
     r = run("random", name)
-    assert r["dtype"] == "float32" and len(r["seeds"]) >= 10
+    assert r["dtype"] == "float32" and len(r["seeds"]) == SCENES[name]
     assert r["mass_ratio"] > 100  # heavy on light is in the sample
     _check_healthy(r)
 
@@ -40,19 +40,19 @@ def test_random_scenes_float32(name):
 @pytest.mark.parametrize("contact", ["rigid", "penalty", "springhead", "cone/exact", "cone/anitescu-tasora",
                                      "cone/nakaoka"])
 def test_random_scenes_other_contact_models(contact):
-    """The same checks for the other built-in contact models, on 6 scenes of the
+    """The same checks for the other built-in contact models, on a few scenes of the
     topology with every shape (relaxed: the tests above); the cone model with each of
-    its friction models (4 scenes for exact Coulomb, the costliest)."""
+    its friction models (fewer scenes for exact Coulomb, the costliest)."""
     r = run("random", f"mixed:{contact}")
-    assert r["dtype"] == "float32" and len(r["seeds"]) >= (4 if contact == "cone/exact" else 6)
+    assert r["dtype"] == "float32" and len(r["seeds"]) == (EXACT_SCENES if contact == "cone/exact" else OTHER_MODEL_SCENES)
     _check_healthy(r)
 
 
 def test_random_scenes_contact_volume():
-    """The same checks for the contact-volume model on 5 scenes of boxes and hulls (every
+    """The same checks for the contact-volume model on scenes of boxes and hulls (every
     polyhedral pair kind: plane, box-box, box-hull, hull-hull volumes)."""
     r = run("random", "polytopes:volume")
-    assert r["dtype"] == "float32" and len(r["seeds"]) >= 3
+    assert r["dtype"] == "float32" and len(r["seeds"]) == VOLUME_SCENES
     _check_healthy(r)
 
 

@@ -11,7 +11,7 @@ from jaxsim import dynamics, scenes
 from jaxsim.integrator import integrate_positions
 from jaxsim.io import load_mjcf
 
-from conftest import check_grads_rev, gymnasium_dir
+from conftest import check_grads_rev, gymnasium_dir, rollout_in_chunks
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -31,14 +31,6 @@ def random_state(model, key, scale=0.3):
     v = jax.random.normal(kv, (model.nv,), model.dtype)
     u = jax.random.uniform(ku, (model.nu,), model.dtype, -1, 1)
     return jaxsim.make_state(model, q=q, v=v, ctrl=u)
-
-
-def test_jit_matches_eager(humanoid):
-    s = random_state(humanoid, jax.random.PRNGKey(0))
-    eager = jaxsim.step(humanoid, s)
-    jitted = jax.jit(jaxsim.step)(humanoid, s)
-    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
 
 
 def test_vmap_states_matches_loop(humanoid):
@@ -88,11 +80,10 @@ def test_check_grads_forward_dynamics(humanoid, method):
 def test_aba_equals_crba(humanoid):
     crba = humanoid.replace(opt=humanoid.opt.replace(forward_dynamics="crba"))
     aba = humanoid.replace(opt=humanoid.opt.replace(forward_dynamics="aba"))
-    for i in range(5):
-        s = random_state(humanoid, jax.random.PRNGKey(10 + i), scale=1.0)
-        a1 = jaxsim.accelerations(aba, s.q, s.v, s.act, s.ctrl)[0]
-        a2 = jaxsim.accelerations(crba, s.q, s.v, s.act, s.ctrl)[0]
-        np.testing.assert_allclose(np.asarray(a1), np.asarray(a2), rtol=1e-9, atol=1e-9)
+    states = jax.vmap(lambda k: random_state(humanoid, k, scale=1.0))(
+        jax.random.split(jax.random.PRNGKey(10), 5))
+    acc = jax.jit(jax.vmap(lambda m, s: jaxsim.accelerations(m, s.q, s.v, s.act, s.ctrl)[0], (None, 0)))
+    np.testing.assert_allclose(np.asarray(acc(aba, states)), np.asarray(acc(crba, states)), rtol=1e-9, atol=1e-9)
 
 
 def test_inverse_dynamics_inverts_forward(humanoid):
@@ -121,7 +112,7 @@ def test_float32_matches_float64(humanoid):
 def test_rollout_matches_step_loop(humanoid):
     s = random_state(humanoid, jax.random.PRNGKey(8))
     ctrls = jax.random.uniform(jax.random.PRNGKey(9), (20, humanoid.nu), humanoid.dtype, -1, 1)
-    final, traj = jax.jit(jaxsim.rollout)(humanoid, s, ctrls)
+    final, traj = rollout_in_chunks(humanoid, s, ctrls)
     step = jax.jit(jaxsim.step)
     for t in range(20):
         s = step(humanoid, s, ctrls[t])
@@ -134,7 +125,7 @@ def test_energy_conserved_rk4():
     """Undamped pendulum: RK4 keeps the total energy constant (analytic invariant)."""
     model = scenes.pendulum(4, integrator="rk4", timestep=1e-3, dtype=jnp.float64)
     s = jaxsim.make_state(model, q=scenes.pendulum_initial_q(model))
-    _, traj = jax.jit(jaxsim.rollout)(model, s, jnp.zeros((1000, 0)))
+    _, traj = rollout_in_chunks(model, s, jnp.zeros((1000, 0)))
 
     def total(q, v):
         k, p = dynamics.energy(model, jaxsim.forward_kinematics(model, q), v)
@@ -157,7 +148,7 @@ def test_ball_joint_quaternion_integration():
     w = jnp.array([0.3, -1.2, 2.0])
     q0 = jnp.array([np.cos(0.4), np.sin(0.4), 0.0, 0.0])
     s = jaxsim.make_state(model, q=q0, v=w)
-    final, _ = jax.jit(jaxsim.rollout)(model, s, jnp.zeros((1000, 0)))
+    final, _ = rollout_in_chunks(model, s, jnp.zeros((1000, 0)))
     angle = float(jnp.linalg.norm(w))  # over t = 1 s
     axis = np.asarray(w) / angle
     dq = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
@@ -214,7 +205,7 @@ def test_nonfinite_flag(humanoid):
     out = jax.jit(jaxsim.step)(humanoid, bad)
     assert bool(out.nonfinite)
     assert not bool(jax.jit(jaxsim.step)(humanoid, s).nonfinite)
-    _, traj = jax.jit(jaxsim.rollout)(humanoid, bad, jnp.zeros((3, humanoid.nu)))
+    _, traj = rollout_in_chunks(humanoid, bad, jnp.zeros((3, humanoid.nu)))
     assert bool(jnp.all(traj.nonfinite))  # the flag stays set
 
 

@@ -1,10 +1,11 @@
-"""Point contacts between convex polyhedra (boxes and convex meshes), SPEC section 2.
+"""Point contacts between convex polyhedra (boxes and convex meshes).
 
 A pair's contact normal and depth come from the separating-axis test: the axis of
 least overlap among the face normals of both shapes and the cross products of their
 edge directions, one per direction (``Polytope.axis``: 3 per box; a mesh's distinct
-directions are put first by ``builder.mesh_edges``). Edge axes need a slightly
-smaller overlap to win over face axes, which keeps face contacts stable. The contact points are the point contacts of the seed paper:
+directions are put first by ``mesh_edges`` when the model is built). Edge axes need a
+slightly smaller overlap to win over face axes, which keeps face contacts stable. The
+contact points are vertex-face and edge-edge point contacts:
 
 * vertex-face: every vertex of one shape inside the other (ignoring the other's back
   faces, so deep vertices count), with its depth measured along the pair normal from
@@ -78,13 +79,35 @@ def box_polytope(pos_w: Array, rot_w: Array, size: Array) -> Polytope:
                     rot_w.T, jnp.ones(3, bool), vert[BOX_FACES])
 
 
+def mesh_edges(faces: np.ndarray, vertices: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Unique undirected edges (k, 2) of a triangle mesh, and the number of distinct
+    edge directions (NumPy, at build time).
+
+    With ``vertices`` the edges are reordered so that the first ``naxis`` have
+    pairwise non-parallel directions and every later edge is parallel to one of them
+    (the separating-axis test needs one edge per direction: a 16-sided prism has 33
+    directions, not 48 edges).
+    """
+    e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    edges = np.unique(np.sort(e, axis=1), axis=0)
+    if vertices is None or len(edges) == 0:
+        return edges, len(edges)
+    d = vertices[edges[:, 1]] - vertices[edges[:, 0]]
+    d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-300)
+    first, rest = [], []
+    for i in range(len(edges)):
+        parallel = first and np.min(np.linalg.norm(np.cross(d[i], d[first]), axis=1)) < 1e-9
+        (rest if parallel else first).append(i)
+    return edges[first + rest], len(first)
+
+
 def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, edge_mask,
                   naxis: int | None = None, axis_mask=None) -> Polytope:
     """Place a convex mesh (vertices (V, 3) in the geom frame, triangles (F, 3), edges
     (E, 2)) in the world. The first ``naxis`` edges (static; default all) give the
     separating-axis directions, ``axis_mask`` (naxis,) marks the valid ones (default
-    ``edge_mask[:naxis]``); :func:`jaxsim.builder.mesh_edges` orders a mesh's edges
-    so that the ones with distinct directions come first."""
+    ``edge_mask[:naxis]``); :func:`mesh_edges` orders a mesh's edges so that the
+    ones with distinct directions come first."""
     vert = pos_w + vert_local @ rot_w.T
     v0, v1, v2 = vert[face[:, 0]], vert[face[:, 1]], vert[face[:, 2]]
     normal = math.normalize(jnp.cross(v1 - v0, v2 - v0))

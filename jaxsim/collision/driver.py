@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.builder import ModelError
 from jaxsim.collision import box_primitives, convex, hfield, primitives, regions
 from jaxsim.collision.pairs import HFIELD_KINDS, POLYHEDRAL, pair_plan
 from jaxsim.kinematics import Kinematics
@@ -211,14 +210,9 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     ``margin`` (m, may be traced; a scalar, or (ngeom,) per geom, a pair taking the sum
     of its two): also report contacts whose shapes are apart by up to this distance
     (negative depth), for every pair kind. The contact solver uses them as speculative
-    contacts."""
+    contacts. Pairs of a kind without a narrow phase get no slots (a Model with contacts
+    on is not built with them: ``pairs.check_supported``)."""
     plan = pair_plan(model.topo)
-    if plan.unsupported:
-        g1, g2, kind = plan.unsupported[0]
-        names = model.topo.geom_name
-        raise ModelError(f"geoms {names[g1]!r} and {names[g2]!r}: no collision routine for "
-                         f"{kind[0].name.lower()}-{kind[1].name.lower()} pairs yet "
-                         f"({len(plan.unsupported)} such pairs); exclude them with contype/conaffinity")
     dtype = kin.geom_pos_w.dtype
     bound = bound_radius(model)
     margin = jnp.asarray(margin, dtype)

@@ -1,11 +1,11 @@
-"""The least-squares moments ``Q`` and ``c`` of an intersection volume (SPEC section 3,
-seed 000 eq. 9-13), in closed form per face triangle.
+"""The least-squares moments ``Q`` and ``c`` of an intersection volume (the
+contact-volume wrench), in closed form per face triangle.
 
 The contact-volume model asks every point ``p`` of the contact plane (normal ``n``,
 through the volume's centroid ``p_g``) covered by the volume to separate at a speed
 proportional to its depth, and fits one relative twist to all of them by least
-squares. Integrated over the faces of the volume projected on the plane, as the seed
-and its authors' RoKi-FD (``rkfd_volume.c``) do: every face triangle contributes over
+squares. Integrated over the faces of the volume projected on the plane, as the
+method's authors' RoKi-FD (``rkfd_volume.c``) does: every face triangle contributes over
 its projection (unsigned area ``S``), with its height ``h`` above the plane taken as a
 distance ``|h|``:
 
@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim import math
-from jaxsim.collision.volume import Polyhedron
+from jaxsim.collision.polyhedra import Polyhedron
 
 Array = jax.Array
 

@@ -1,9 +1,10 @@
 """The static pair table: which geom pairs may collide and how many contact slots each
-gets. The builder fixes the table (``candidate_pairs`` plus explicit pairs, in that
-order) in the Topology with a ContactMode per pair; ``pair_plan`` groups it by pair
-kind once per Topology (cached), so the contact buffer size ``ncon`` is static. Every
-pair keeps its slots whatever its mode; a ``NONE`` pair's slots stay inactive and cost
-no collision work.
+gets. The build fixes the table (``pair_table``: ``candidate_pairs`` plus explicit
+pairs, in that order) in the Topology with a ContactMode per pair; ``pair_plan`` groups
+it by pair kind once per Topology (cached), so the contact buffer size ``ncon`` is
+static. Every pair keeps its slots whatever its mode; a ``NONE`` pair's slots stay
+inactive and cost no collision work. A pair kind without a narrow phase is rejected at
+the build (``check_supported``).
 
 Filtering follows MuJoCo: geoms on bodies welded together (same ``weld`` body: the
 nearest ancestor with a joint, or the world) never collide; a body never collides with
@@ -19,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxsim.types import ContactMode, GeomType, Topology
+from jaxsim.types import ContactMode, GeomType, ModelError, Topology
 
 G = GeomType
 # contact slots per pair kind (geom1 type <= geom2 type)
@@ -50,6 +51,10 @@ POLYHEDRAL = ((G.PLANE, G.BOX), (G.PLANE, G.CONVEX), (G.BOX, G.BOX), (G.BOX, G.C
               (G.CONVEX, G.CONVEX))
 POLYGON_CORNERS = 8  # slots per polyhedral pair for "polygon": a box cut obliquely has 6
 GEOMETRIES = ("points", "polygon", "volume")
+# Model arrays of explicit pair parameters, and the attribute of an explicit pair
+# (``ModelBuilder.add_pair``'s argument) filling each
+PAIR_OVERRIDES = {"pair_friction": "friction", "pair_restitution": "restitution",
+                  "pair_penalty_stiffness": "penalty_stiffness", "pair_penalty_damping": "penalty_damping"}
 
 
 def slots_per_pair(kind: tuple, geometry: str = "points") -> int:
@@ -139,3 +144,80 @@ def pair_plan(topo: Topology) -> PairPlan:
                                 arr[:, 2], arr[:, 3]))
         slot += n * len(pairs)
     return PairPlan(tuple(groups), slot, tuple(unsupported))
+
+
+def check_supported(topo: Topology) -> None:
+    """Raise ``ModelError`` if a pair of the table that is not ``NONE`` has no narrow
+    phase (a plane or height field against a height field), naming its geoms."""
+    unsupported = pair_plan(topo).unsupported
+    if unsupported:
+        g1, g2, kind = unsupported[0]
+        names = topo.geom_name
+        raise ModelError(f"geoms {names[g1]!r} and {names[g2]!r}: no collision routine for "
+                         f"{kind[0].name.lower()}-{kind[1].name.lower()} pairs yet "
+                         f"({len(unsupported)} such pairs); exclude them with contype/conaffinity")
+
+
+def hfield_window(topo: Topology, a: int, b: int, geom_size: np.ndarray, mesh_vert: np.ndarray,
+                  hfield_size: np.ndarray) -> int:
+    """Cells per side of the height-field window geom ``a`` sees on geom ``b``
+    (``hfield.py``): ``a``'s bounding diameter plus a cell on each side; 0 unless ``b``
+    is a height field. ``geom_size`` (ngeom, 3), ``mesh_vert`` (nmesh, V, 3) (padded with
+    real vertices) and ``hfield_size`` (nhfield, 4) are the Model's arrays in float64."""
+    if topo.geom_type[b] != G.HFIELD:
+        return 0
+    h = topo.geom_hfield[b]
+    hsize, nrow, ncol = hfield_size[h], topo.hfield_nrow[h], topo.hfield_ncol[h]
+    cell = min(2 * hsize[0] / (ncol - 1), 2 * hsize[1] / (nrow - 1))
+    size, gtype = geom_size[a], topo.geom_type[a]
+    if gtype == G.CONVEX:
+        radius = float(np.max(np.linalg.norm(mesh_vert[topo.geom_mesh[a]], axis=-1)))
+    else:
+        radius = {G.SPHERE: size[0], G.CAPSULE: size[0] + size[1]}.get(gtype, float(np.linalg.norm(size)))
+    return int(min(np.ceil(2 * radius / cell) + 2, max(nrow, ncol) - 1))
+
+
+def pair_table(topo: Topology, explicit: dict, mode_rules, geometry: str, geom_size: np.ndarray,
+               mesh_vert: np.ndarray, hfield_size: np.ndarray) -> tuple[Topology, dict]:
+    """The pair table of ``topo`` (candidates, then explicit pairs), its modes and the
+    explicit pairs' parameters (``contact/materials.py`` derives the others in the step).
+
+    Args:
+      explicit: (geom1, geom2) -> an explicit pair (geom1 of lower GeomType), whose
+        ``mode`` (a ContactMode or None) and the attributes named in ``PAIR_OVERRIDES``
+        (None: derived) replace the derived ones.
+      mode_rules: (ContactMode, body names, is_group) in the order set, as
+        ``ModelBuilder.set_contact_mode`` records them: ``()`` every pair; one body,
+        the pairs with a geom on it; two bodies, the pairs between them; a group, the
+        pairs whose two bodies are both in it. Later rules override earlier ones.
+      geometry: what the slots of polyhedral pairs hold (the contact model's
+        ``collision``).
+      geom_size, mesh_vert, hfield_size: as for ``hfield_window``.
+    Returns:
+      (topo with the pair fields set, {Model pair array name: values}).
+    """
+    table = [pr for pr in candidate_pairs(topo) if pr not in explicit] + list(explicit)
+    body_name = topo.body_name
+    modes, explicit_values = [], {name: ([], []) for name in PAIR_OVERRIDES}
+    for i, (a, b) in enumerate(table):
+        p = explicit.get((a, b))
+        pair_bodies = {body_name[topo.geom_body[a]], body_name[topo.geom_body[b]]}
+        mode = ContactMode.CONSTRAINT
+        for m, names, is_group in mode_rules:
+            if (not names or (is_group and pair_bodies <= set(names))
+                    or (not is_group and set(names) <= pair_bodies and
+                        (len(names) == 2 or names[0] in pair_bodies))):
+                mode = m
+        modes.append(p.mode if p is not None and p.mode is not None else mode)
+        for name, attr in PAIR_OVERRIDES.items():  # the rest is derived in the step
+            value = None if p is None else getattr(p, attr)
+            if value is not None:
+                explicit_values[name][0].append(i)
+                explicit_values[name][1].append(value)
+    window = tuple(hfield_window(topo, a, b, geom_size, mesh_vert, hfield_size) for a, b in table)
+    topo = topo.replace(pair_geom1=tuple(int(a) for a, _ in table), pair_geom2=tuple(int(b) for _, b in table),
+                        pair_mode=tuple(int(m) for m in modes), pair_window=window, pair_geometry=geometry,
+                        **{f"{name}_id": tuple(ids) for name, (ids, _) in explicit_values.items()})
+    shapes = dict(pair_friction=(-1, 2))
+    return topo, {name: np.reshape(np.asarray(values, np.float64), shapes.get(name, (-1,)))
+                  for name, (_, values) in explicit_values.items()}

@@ -1,4 +1,4 @@
-"""Contact plane and contact polygon of two convex polyhedra (SPEC section 4).
+"""Contact plane and contact polygon of two convex polyhedra (Springhead impact/resting).
 
 Springhead puts its contact constraints at the corners of the polygon where two
 penetrating convex shapes overlap in the contact plane. Here:
@@ -10,7 +10,7 @@ penetrating convex shapes overlap in the contact plane. Here:
   halfway between a's deepest point into b (``max_a n . x``) and b's deepest point
   into a (``min_b n . x``); ``depth`` is the overlap along the normal;
 * polygon: the cross-section of the intersection of a and b by that plane, which is
-  exactly where the two shapes' own cuts overlap (:func:`volume.section` applied to
+  exactly where the two shapes' own cuts overlap (:func:`polyhedra.section` applied to
   both shapes' half-spaces at once).
 
 Boxes and convex meshes only: a sphere or capsule touching a polyhedron has a point or
@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsim.collision import volume
+from jaxsim.collision import polyhedra
 from jaxsim.collision.convex import Polytope, separating_axis
 
 Array = jax.Array
@@ -67,22 +67,22 @@ def contact_polygon(a: Polytope, b: Polytope, max_corners: int = 8, tol=None):
       a, b: the two shapes, world frame.
       max_corners: K, static number of corner slots (the rest is counted in the
         polygon's ``overflow``; area and centroid always cover the whole polygon).
-      tol: m, feasibility tolerance of :func:`volume.section` (default scale-aware).
+      tol: m, feasibility tolerance of :func:`polyhedra.section` (default scale-aware).
 
     Returns:
-      (normal_w (3,), depth () m, polygon :class:`volume.Polygon`), the polygon's
+      (normal_w (3,), depth () m, polygon :class:`polyhedra.Polygon`), the polygon's
       corners counter-clockwise about the normal. Shapes that do not overlap give an
       empty polygon (no valid corner, area 0).
     """
     normal, depth, point = contact_plane(a, b)
     na, da = halfspaces(a)
     nb, db = halfspaces(b)
-    # offsets relative to the plane point keep float32 tolerances small (volume docs)
+    # offsets relative to the plane point keep float32 tolerances small (polyhedra docs)
     normals = jnp.concatenate([na, nb])
     offsets = jnp.concatenate([da, db]) - normals @ point
-    poly = volume.section(normals, offsets, jnp.zeros_like(point), normal, max_corners, tol)
+    poly = polyhedra.section(normals, offsets, jnp.zeros_like(point), normal, max_corners, tol)
     apart = depth < 0
-    poly = volume.Polygon(
+    poly = polyhedra.Polygon(
         corners=poly.corners + point,
         corner_mask=poly.corner_mask & ~apart,
         area=jnp.where(apart, 0.0, poly.area),

@@ -5,12 +5,12 @@ A contact model declares the geometry its slots hold (``ContactModel.collision``
 
 * ``"points"``: the point routines of ``driver.py`` (vertices, edge crossings, ...);
 * ``"polygon"``: the corners of the contact polygon (``polygon.py``), Springhead's
-  constraint points (SPEC section 4). Each corner is where two faces' traces cross in
-  the contact plane; its feature id is that face pair (``volume.Polygon.corner_id``),
+  constraint points (Springhead impact/resting). Each corner is where two faces' traces cross in
+  the contact plane; its feature id is that face pair (``polyhedra.Polygon.corner_id``),
   stable while the same two faces make the corner. Every corner gets the pair's
   overlap depth along the normal;
 * ``"volume"``: one slot per pair holding the intersection polyhedron
-  (``volume.intersect``) for the contact-volume wrench (SPEC section 3). The slot's
+  (``polyhedra.intersect``) for the contact-volume wrench. The slot's
   normal is the area-weighted mean of geom1's faces that bound the intersection (they
   point from geom1 into geom2), its point the volume's centroid and its depth the
   overlap along the separating axis, as for the polygon.
@@ -18,7 +18,7 @@ A contact model declares the geometry its slots hold (``ContactModel.collision``
 Sphere and capsule pairs have no polyhedron and keep their point routines in every
 geometry. Each function returns what the point routines return, ``(depth (k,), pos_w
 (k, 3), normal_w (k, 3), feature (k,), valid (k,), ncand ())``; the volume adds its
-``volume.Polyhedron``.
+``polyhedra.Polyhedron``.
 
 Touching and speculative contacts (shapes overlapping by less than ``SLIVER``, or apart
 by a gap ``g <= margin`` along the separating axis): the region is that of the shapes
@@ -38,7 +38,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsim.collision import primitives, volume
+from jaxsim.collision import polyhedra, primitives
 from jaxsim.collision.convex import Polytope, translate
 from jaxsim.collision.polygon import contact_plane, contact_polygon, halfspaces
 
@@ -65,8 +65,8 @@ def plane_polygon(plane_pos: Array, plane_rot: Array, b: Polytope, nslot: int, m
     cut = low + 0.5 * jnp.maximum(depth, SLIVER)
     normals, offsets = halfspaces(b)
     point = plane_pos + cut * n
-    # offsets about the cutting point keep float32 tolerances small (volume docs)
-    poly = volume.section(normals, offsets - normals @ point, jnp.zeros_like(point), n, nslot)
+    # offsets about the cutting point keep float32 tolerances small (polyhedra docs)
+    poly = polyhedra.section(normals, offsets - normals @ point, jnp.zeros_like(point), n, nslot)
     pos = poly.corners + point + (0.5 * low - cut) * n
     near = depth >= -margin
     count = jnp.sum(poly.corner_mask) + poly.overflow
@@ -97,7 +97,7 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
     shift = jnp.maximum(SLIVER - depth, 0.0)
     offsets_b = offsets_b - shift * (normals_b @ normal)
     about = lambda n, d: d - n @ origin  # noqa: E731  planes about a nearby origin (float32)
-    poly = volume.intersect(normals_a, about(normals_a, offsets_a), normals_b, about(normals_b, offsets_b))
+    poly = polyhedra.intersect(normals_a, about(normals_a, offsets_a), normals_b, about(normals_b, offsets_b))
     poly = _moved(poly, origin)
     owned = (poly.face_owner == 0)[:, None]
     weighted = jnp.sum(jnp.where(owned, poly.face_area[:, None] * poly.face_normal, 0.0), 0)
@@ -108,7 +108,7 @@ def _volume_slot(normals_a, offsets_a, normals_b, offsets_b, normal, depth, orig
     return _one_slot(depth, poly.centroid + 0.5 * shift * normal, n, margin), poly
 
 
-def _moved(poly: volume.Polyhedron, t: Array) -> volume.Polyhedron:
+def _moved(poly: polyhedra.Polyhedron, t: Array) -> polyhedra.Polyhedron:
     return poly.replace(vert=poly.vert + t, face_centroid=poly.face_centroid + t, centroid=poly.centroid + t,
                         fan_apex=poly.fan_apex + t, fan_start=poly.fan_start + t, fan_stop=poly.fan_stop + t)
 
@@ -121,12 +121,12 @@ def _one_slot(depth, pos, normal, margin):
 
 def plane_volume(plane_pos: Array, plane_rot: Array, b: Polytope, margin=0.0):
     """The intersection of polytope ``b`` with the plane geom's half-space (``b``'s faces
-    clipped by the plane: ``volume.clip``)."""
+    clipped by the plane: ``polyhedra.clip``)."""
     n, low, lowest = _lowest(plane_pos, plane_rot, b)
     depth = -low
     shift = jnp.maximum(SLIVER - depth, 0.0)
     origin = b.vert[lowest]  # about a nearby origin (float32)
-    poly = volume.clip(b.face_vert - origin - shift * n, b.normal, b.face_mask, n, n @ (plane_pos - origin))
+    poly = polyhedra.clip(b.face_vert - origin - shift * n, b.normal, b.face_mask, n, n @ (plane_pos - origin))
     poly = _moved(poly, origin)
     return _one_slot(depth, poly.centroid + 0.5 * shift * n, n, margin), poly
 
@@ -139,7 +139,7 @@ def polytope_volume(a: Polytope, b: Polytope, margin=0.0):
     return _volume_slot(na, da, nb, db, normal, depth, point, margin)
 
 
-def pad_polyhedron(poly: volume.Polyhedron, nplane: int, nvert: int, nfan: int) -> volume.Polyhedron:
+def pad_polyhedron(poly: polyhedra.Polyhedron, nplane: int, nvert: int, nfan: int) -> polyhedra.Polyhedron:
     """``poly`` (batched over a leading axis) padded to ``nplane`` faces, ``nvert``
     candidate vertices and ``nfan`` fan triangles (masked out, area 0), so that slots
     of several pair kinds share one array."""
@@ -156,10 +156,10 @@ def pad_polyhedron(poly: volume.Polyhedron, nplane: int, nvert: int, nfan: int) 
                         fan_normal=fan(poly.fan_normal), fan_mask=fan(poly.fan_mask))
 
 
-def empty_polyhedron(n: int, nplane: int, nvert: int, nfan: int, dtype) -> volume.Polyhedron:
+def empty_polyhedron(n: int, nplane: int, nvert: int, nfan: int, dtype) -> polyhedra.Polyhedron:
     """``n`` empty polyhedra (slots of pairs without a polyhedron)."""
     z = lambda *shape: jnp.zeros((n,) + shape, dtype)  # noqa: E731
-    return volume.Polyhedron(vert=z(nvert, 3), vert_mask=jnp.zeros((n, nvert), bool), face_normal=z(nplane, 3),
+    return polyhedra.Polyhedron(vert=z(nvert, 3), vert_mask=jnp.zeros((n, nvert), bool), face_normal=z(nplane, 3),
                              face_owner=jnp.zeros((n, nplane), jnp.int32), face_area=z(nplane),
                              face_centroid=z(nplane, 3), volume=z(), centroid=z(3),
                              valid=jnp.zeros((n,), bool), fan_apex=z(nfan, 3), fan_start=z(nfan, 3),

@@ -51,10 +51,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsim.contact import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import soft_diagonal, soft_target
+from jaxsim.contact import common
+from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import soft_target
 from jaxsim.solver import friction
-from jaxsim.types import Model, SolverStats, pytree_dataclass
+from jaxsim.types import Model, pytree_dataclass
 
 Array = jax.Array
 
@@ -75,31 +76,30 @@ def init(model: Model, n: int) -> tuple:
     return ()
 
 
-def relaxed_target(v: Array, x: Array, dt: float, zeta: Array, delta: Array) -> Array:
-    """Lowest velocity allowed at the step's end for a row at gap ``x`` (m or rad;
+def relaxed_correction(v: Array, x: Array, dt: float, zeta: Array, delta: Array) -> Array:
+    """The lowest velocity allowed at the step's end for a row at gap ``x`` (m or rad;
     negative: violated) moving at ``v`` (module docstring)."""
     delta = jnp.maximum(delta, dt)
-    relaxed = (delta ** 2 * v - dt * x) / (delta ** 2 + 2.0 * zeta * delta * dt + dt ** 2)
-    return jnp.where(x > 0, -x / dt, relaxed)
+    return (delta ** 2 * v - dt * x) / (delta ** 2 + 2.0 * zeta * delta * dt + dt ** 2)
 
 
 def local_problem(model: Model, problem: Problem):
     """``(W, q, mu, on)`` of the step's frictional problem: inactive slots and rows
     decoupled (identity block, separating ``q``) so they get no impulse."""
     p, dt, space = model.contact_params, model.opt.timestep, problem.space
-    c_, rows = problem.contacts, problem.rows
-    m = c_.active.shape[0]
-    v_start = space.J @ problem.v
-    v_normal = jnp.concatenate([v_start[:3 * m:3], v_start[3 * m:]])
+    c_, rows, m = problem.contacts, problem.rows, problem.m
+    v = common.start_velocity(problem)
+    # the normal rows of the slots, then the generic rows: relaxed where they penetrate
     gap = jnp.concatenate([-c_.depth, rows.dist])
-    target = relaxed_target(v_normal, gap, dt, p.zeta, p.delta)
-    slot_target = jnp.stack([target[:m], jnp.zeros_like(target[:m]), jnp.zeros_like(target[:m])], -1)
-    target = jnp.concatenate([slot_target.reshape(-1), soft_target(rows, target[m:])])
-    on = jnp.concatenate([jnp.repeat(c_.active, 3), rows.active])
+    relaxed = relaxed_correction(jnp.concatenate([common.normals(v, problem), v[3 * m:]]), gap, dt, p.zeta, p.delta)
+    normal = common.separation_target(-gap, dt, relaxed)
+    slot_target = jnp.stack([normal[:m], jnp.zeros_like(normal[:m]), jnp.zeros_like(normal[:m])], -1)
+    target = jnp.concatenate([slot_target.reshape(-1), soft_target(rows, normal[m:])])
+    on = common.row_mask(problem)
     off = jnp.concatenate([jnp.tile(jnp.asarray([1.0, 0.0, 0.0], target.dtype), m),
                            jnp.ones_like(rows.dist)])
-    A = space.A + jnp.diag(jnp.concatenate([jnp.zeros((3 * m,), space.A.dtype), soft_diagonal(rows, 0.0)]))
-    W = jnp.where(on[:, None] & on[None, :], A, 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
+    A = common.add_diagonal(space.A, jnp.zeros((3 * m,), space.A.dtype), rows)
+    W = common.restrict(A, on) + jnp.diag(jnp.where(on, 0.0, 1.0))
     q = jnp.where(on, space.b - target, off)
     return W, q, problem.slots.friction[:, 1].astype(q.dtype), on
 
@@ -109,17 +109,15 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     p, opt = model.contact_params, model.opt
     rows = problem.rows
     W, q, mu, on = local_problem(model, problem)
-    warm = jnp.where((problem.kept & problem.contacts.active)[:, None], problem.prev_impulse, 0.0)
-    r0 = jnp.concatenate([warm.reshape(-1), jnp.zeros_like(rows.dist)])
     eps = jnp.finfo(q.dtype).eps
     if p.solver == "anitescu-tasora":
         tol, max_iter = opt.solver_tol, opt.solver_iterations
     else:
         tol, max_iter = jnp.maximum(p.sweep_tol, 100 * eps), p.sweeps
-    r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=r0, lower=rows.lower,
-                              upper=rows.upper, start_passes=p.start_passes, start_tol=opt.solver_tol,
-                              start_iterations=opt.solver_iterations)
-    return Solution(jnp.where(on, r, 0.0), (), SolverStats(st.iterations, st.residual))
+    r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=common.warm_start(problem),
+                              lower=rows.lower, upper=rows.upper, start_passes=p.start_passes,
+                              start_tol=opt.solver_tol, start_iterations=opt.solver_iterations)
+    return Solution(jnp.where(on, r, 0.0), (), common.as_stats(st))
 
 
 register(ContactModel("cone", ConeParams, init, solve,

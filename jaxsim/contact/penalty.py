@@ -1,42 +1,10 @@
-"""Penalty contacts (SPEC section 4, Springhead's penalty mode): a spring-damper force
-along the normal and regularized Coulomb friction along the tangent, no solver rows.
+"""The contact model ``"penalty"``: every slot a penalty spring-damper with regularized
+friction (``penalty_forces.py``, SPEC section 4), and the generic rows (joint and
+tendon limits, friction loss, implicit PD) a rigid QP given those forces.
 
-Per active slot with depth ``d`` (m), normal velocity ``v_n`` (geom2 relative to
-geom1, positive apart) and tangential velocity ``v_t``, with the pair's stiffness
-``k`` (N/m), damping ``c`` (N s/m) and friction ``mu``:
-
-    f_n = k d+ - c v_n+ >= 0,   f_t,i = -beta v_t,i+ with |f_t,i| <= mu f_n0,   beta = mu f_n0 / v_s
-
-``f_n0`` the slot's normal force in the last step (the spring's at the step's start
-for a new slot) and ``v_s`` ``opt.slip_speed``: below ``v_s`` friction is
-viscous (a body on a slope creeps at a speed below ``v_s``), above it saturates at
-Coulomb's ``mu f_n`` (regularized Coulomb friction). A first design with ``beta = mu
-f_n0 / |v_t|`` under-braked a sliding box by 30 %: its load moves to the leading
-corners within the step, so the start's ``f_n0`` is not the step's ``f_n``. The forces are taken at the step's end,
-``d+ = d - dt v_n+`` and ``v+`` (linearly implicit Euler, as implicit joint damping),
-so a stiff spring on a light body is stable at any time step. With ``v+ = b + A df``
-in the slots' contact space and ``df = dt f`` this reads ``v+ = target - R df``, the
-optimality condition of the small convex QP
-
-    min 1/2 df^T (A + R) df + df^T (b - target),  df_n >= 0,  |df_t,i| <= mu f_n0 dt,
-    R = diag(1 / (dt (k dt + c)), 1 / (dt beta), 1 / (dt beta)),
-    target = (k d / (k dt + c), 0, 0),
-
-solved by the shared QP (``solver/qp.py``, per-row compliance, implicit gradients).
-The bounds give ``f_n >= 0`` (no adhesion: a spring never pulls) and Springhead's
-friction box per tangent axis; solving the linear system and clipping afterwards instead (this
-module's first design) let a clipped adhesive force leave its neighbours' balancing
-forces unopposed, and a random scene gained 188 J in 2 s. The QP form only
-dissipates, apart from the energy the spring stored. A slot takes part when it
-penetrates now or would at the end of the step without its force (``d - dt b_n >
-0``), so a fast body meets the spring in the step it arrives.
-
-At rest a body of weight ``m g`` on ``n`` equally loaded points sinks ``m g / (n k)``.
-
-The same force serves two callers: the constraint stage applies it to the pairs of
-mode ``penalty`` as a smooth force before the selected model's solve, and the contact
-model ``"penalty"`` (registered here) uses it for every pair, with the generic rows
-(joint limits) solved as a rigid QP.
+A limit row past its limit is pushed back at ``limit_rate`` times its violation (capped
+at 1/dt), at most at ``max_depenetration_speed``; before it, it may reach it within
+the step and no further.
 """
 
 from __future__ import annotations
@@ -46,56 +14,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsim import math
-from jaxsim.contact import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import soft_diagonal, soft_target
+from jaxsim.contact import common
+from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.penalty_forces import slot_impulses
 from jaxsim.solver import qp
-from jaxsim.types import Model, SolverStats, pytree_dataclass
+from jaxsim.types import Model, pytree_dataclass
 
 Array = jax.Array
-
-
-def slot_impulses(model: Model, problem: Problem) -> tuple[Array, SolverStats]:
-    """(m, 3) impulses (N s, contact frame, on geom2) over the step of the problem's
-    active slots, from the first 3m rows of its contact space, and the solve's stats."""
-    opt, dt = model.opt, model.opt.timestep
-    contacts, space, slots = problem.contacts, problem.space, problem.slots
-    m = contacts.active.shape[0]
-    dtype = space.b.dtype
-    if m == 0:  # only generic rows (a robot without geoms)
-        return jnp.zeros((0, 3), dtype), SolverStats(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
-    b = space.b[:3 * m].reshape(m, 3)
-    v0 = (space.J[:3 * m] @ problem.v).reshape(m, 3)
-    depth, k, c = contacts.depth, slots.stiffness, slots.damping
-    on = contacts.active & (jnp.maximum(depth, depth - dt * b[:, 0]) > 0)
-    vt0 = math.safe_norm(v0[:, 1:])
-    mu = jnp.where(vt0 > opt.slip_speed, slots.friction[:, 1], slots.friction[:, 0])
-    # the slot's normal force: last step's where it was kept, else the spring's now
-    fn0 = jnp.maximum(jnp.maximum(k * depth - c * v0[:, 0], 0.0),
-                      jnp.where(problem.kept, problem.prev_impulse[:, 0] / dt, 0.0))
-    beta = mu * fn0 / opt.slip_speed
-    # compliance R = (dt C)^-1; a tangent without friction load gets a large finite one
-    # (up to 1e3 times its normal's, smoothly: no overflow in gradients), which keeps
-    # the QP's block scaling sound
-    a_diag = jnp.diagonal(space.A)[:3 * m].reshape(m, 3)
-    r_n = 1.0 / (dt * (k * dt + c))
-    r_t = 1.0 / (dt * beta + 1e-3 / (a_diag[:, 0] + r_n))
-    compliance = jnp.where(on[:, None], jnp.stack([r_n, r_t, r_t], -1), 1.0).reshape(-1)
-    target = jnp.zeros((m, 3), dtype).at[:, 0].set(k * jnp.maximum(depth, 0.0) / (k * dt + c))
-    row_on = jnp.repeat(on, 3)
-    A = jnp.where(row_on[:, None] & row_on[None, :], space.A[:3 * m, :3 * m], 0.0)
-    g = jnp.where(row_on, (b - target).reshape(-1), 0.0)
-    # friction bounds from the estimated normal force, per tangent axis (Springhead's
-    # friction box): a cone on the QP's own f_n let the compliant normal grow to make
-    # room for more viscous friction (a box sliding at 1 m/s was thrown up at 0.3 m/s)
-    cap = jnp.where(on, mu * fn0 * dt, 0.0)
-    bound = jnp.stack([jnp.full_like(cap, jnp.inf), cap, cap], -1).reshape(-1)
-    lower = jnp.stack([jnp.zeros_like(cap), -cap, -cap], -1).reshape(-1)
-    problem_qp = qp.QP(A, g, lower, bound, jnp.zeros((0,), dtype), compliance)
-    warm = jnp.where((problem.kept & on)[:, None], problem.prev_impulse, 0.0).reshape(-1)
-    x, st = qp.solve(problem_qp, warm, opt.solver_tol, max_iter=opt.solver_iterations, block=(3, m),
-                     adjoint=opt.adjoint)
-    return jnp.where(on[:, None], x.reshape(m, 3), 0.0), SolverStats(st.iterations, st.residual)
 
 
 @pytree_dataclass
@@ -115,24 +40,22 @@ def init(model: Model, n: int) -> PenaltyCarry:
 def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
     """Every slot a penalty spring; the generic rows a rigid QP given those forces."""
     dt, opt = model.opt.timestep, model.opt
-    m, rows, space = problem.contacts.active.shape[0], problem.rows, problem.space
+    m, rows, space = problem.m, problem.rows, problem.space
     df, stats = slot_impulses(model, problem)
-    nr = rows.dist.shape[0]
+    nr = problem.nr
     if nr == 0:
         return Solution(df.reshape(-1), carry, stats)
     p = model.contact_params
-    k = jnp.minimum(p.limit_rate, 1.0 / dt)
-    target = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(k * rows.dist, -p.max_depenetration_speed))
-    target = -soft_target(rows, -target)
+    target = common.limit_targets(rows, dt, common.pushed_out(jnp.minimum(p.limit_rate, 1.0 / dt),
+                                                              p.max_depenetration_speed))
     b_rows = space.b[3 * m:] + space.A[3 * m:, :3 * m] @ df.reshape(-1)
-    A_rows = space.A[3 * m:, 3 * m:] + jnp.diag(soft_diagonal(rows, 0.0))
-    problem_qp = qp.QP(A_rows, jnp.where(rows.active, b_rows + target, 0.0), rows.lower,
+    A_rows = common.add_diagonal(space.A[3 * m:, 3 * m:], jnp.zeros((0,), space.b.dtype), rows)
+    problem_qp = qp.QP(A_rows, jnp.where(rows.active, b_rows - target, 0.0), rows.lower,
                        rows.upper, jnp.zeros((0,), space.b.dtype))
     x, st = qp.solve(problem_qp, jnp.zeros((nr,), space.b.dtype), opt.solver_tol,
                      max_iter=opt.solver_iterations, adjoint=opt.adjoint)
     x = jnp.where(rows.active, x, 0.0)
-    return Solution(jnp.concatenate([df.reshape(-1), x]), carry,
-                    SolverStats(stats.iterations + st.iterations, jnp.maximum(stats.residual, st.residual)))
+    return Solution(jnp.concatenate([df.reshape(-1), x]), carry, common.merge_stats(stats, st))
 
 
 register(ContactModel("penalty", PenaltyParams, init, solve,

@@ -48,7 +48,7 @@ island shows at its active normal and limit rows, see ``relaxation_scale``;
 is ``K = lambda = 0``.
 
 Speculative contacts: slots whose shapes are apart by less than ``opt.contact_margin``
-plus one step's travel (``step.speculative_margin``) are active too, with the target
+plus one step's travel (``stage.speculative_margin``) are active too, with the target
 ``v_n+ >= -gap/dt`` (the gap may close within the step, no further). Without them a
 body resting at zero depth flickers in and out of contact every step.
 
@@ -89,8 +89,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.contact import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import Rows, row_layout, soft_diagonal, soft_target
+from jaxsim.contact import common
+from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
+from jaxsim.contact.rows import Rows, row_layout
 from jaxsim.contact.space import ContactSpace
 from jaxsim.kinematics import plan
 from jaxsim.solver import qp
@@ -107,11 +108,22 @@ class RelaxedParams:
     contact_relaxation: Array = param(0.01, "lambda, dimensionless QP relaxation (relaxation_scale)")
     max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the correcting velocity")
 
+    def gains(self, dt):
+        """(K, lambda, cap): K capped at 1/dt."""
+        # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
+        # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
+        return jnp.minimum(self.contact_rate, 1.0 / dt), self.contact_relaxation, self.max_depenetration_speed
+
 
 @pytree_dataclass
 class RigidParams:
-    """No parameters of its own: the rigid variant is the relaxed one with K = 1/dt and no
-    relaxation (the scene's ``slip_speed`` still picks the friction coefficient)."""
+    """No parameters of its own: the rigid variant is the relaxed one with K = lambda = 0
+    (no position correction, no relaxation; the scene's ``slip_speed`` still picks the
+    friction coefficient)."""
+
+    def gains(self, dt):
+        """(K, lambda, cap) = (0, 0, inf)."""
+        return 0.0, 0.0, jnp.inf
 
 
 class PointCarry(NamedTuple):
@@ -132,17 +144,6 @@ class Previous(NamedTuple):
     ref_g1: Array  # (m, 3)
     slipping: Array  # (m,) bool
     impulse: Array  # (m, 3)
-
-
-def _gains(model: Model):
-    """(K, lambda, cap): K capped at 1/dt; all zero for the rigid variant."""
-    p = model.contact_params
-    if not hasattr(p, "contact_rate"):  # rigid
-        return 0.0, 0.0, jnp.inf
-    # K dt > 1 would over-correct (a penetration reversed and doubled every step, and
-    # gradients that grow by |1 - K dt| per step): K is capped at 1/dt
-    return (jnp.minimum(p.contact_rate, 1.0 / model.opt.timestep), p.contact_relaxation,
-            p.max_depenetration_speed)
 
 
 def reference_points(model: Model, kin, contacts: Contacts, prev: Previous,
@@ -245,98 +246,80 @@ def corrections(model: Model, contacts: Contacts, d: Array, rows: Rows, slipping
     """Velocity targets of the position errors (module docstring): ((m, 3) per slot,
     (nr,) per generic row), both m/s (rad/s for hinge limits), to be added to ``b``."""
     dt = model.opt.timestep
-    stiffness, _, cap = _gains(model)
-    depth = contacts.depth
+    stiffness, _, cap = model.contact_params.gains(dt)
     # a penetration is pushed out at K depth, at most cap; a gap may close in the step
-    push = jnp.where(depth >= 0, jnp.minimum(stiffness * depth, cap), depth / dt)
+    correct = common.pushed_out(stiffness, cap)
+    push = common.contact_targets(contacts.depth, dt, correct)
     drift = math.safe_norm(d[:, 1:])
     excess = jnp.maximum(drift - DRIFT_TOLERANCE, 0.0) / jnp.maximum(drift, 1e-30)
     tangential = stiffness * excess[:, None] * d[:, 1:]
     tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
     tangential = jnp.where(slipping[:, None], 0.0, tangential)
-    limit = jnp.where(rows.dist >= 0, rows.dist / dt, jnp.maximum(stiffness * rows.dist, -cap))
-    return jnp.concatenate([-push[:, None], tangential], -1), -soft_target(rows, -limit)
+    return jnp.concatenate([-push[:, None], tangential], -1), -common.limit_targets(rows, dt, correct)
 
 
-def friction_mode(model: Model, problem: Problem, active: Array, vt: Array, held=False):
+def friction_mode(model: Model, problem: Problem, vt: Array):
     """Per slot from its tangential speed ``vt`` (m,): (slipping, mu, De Saxce's shift
-    ``mu |v_t|`` on the normal target). ``held`` (m,) bool: slots kept kinetic at any
-    speed (the volume model's slots still sliding on their kinetic cone)."""
-    slip_speed = model.opt.slip_speed
-    slipping = active & ((vt > slip_speed) | held)
-    mu = jnp.where(slipping, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
-    return slipping, mu, jnp.where(slipping, mu * vt, 0.0)
+    ``mu |v_t|`` on the normal target)."""
+    slipping, mu = common.friction_mode(problem.slots.friction, vt, model.opt.slip_speed, problem.contacts.active)
+    return slipping, mu, common.desaxce_shift(slipping, mu, vt)
 
 
 def _relaxed_qp(model: Model, problem: Problem, c: Array, mu: Array) -> qp.QP:
     """The relaxed QP over the 3m slot rows and the nr generic rows (module docstring)."""
-    space, m = problem.space, problem.contacts.active.shape[0]
-    nr = problem.rows.dist.shape[0]
-    dtype = space.b.dtype
-    row_active = jnp.concatenate([jnp.repeat(problem.contacts.active, 3), problem.rows.active])
+    space, m, nr = problem.space, problem.m, problem.nr
     row_normal = np.concatenate([np.arange(3 * m) % 3 == 0, np.ones(nr, bool)])
-    _, relax, _ = _gains(model)
-    scale = relaxation_scale(space, row_active, *row_trees(model, problem.slots.geom1, problem.slots.geom2),
-                             row_normal)
-    diag = jnp.concatenate([(relax * scale)[:3 * m], soft_diagonal(problem.rows, (relax * scale)[3 * m:])])
-    return qp.QP(space.A + jnp.diag(diag), c,
-                 jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.lower]),
-                 jnp.concatenate([jnp.zeros((3 * m,), dtype), problem.rows.upper]), mu.astype(dtype))
+    _, relax, _ = model.contact_params.gains(model.opt.timestep)
+    scale = relaxation_scale(space, common.row_mask(problem),
+                             *row_trees(model, problem.slots.geom1, problem.slots.geom2), row_normal)
+    lower, upper = common.cone_bounds(m, problem.rows)
+    return qp.QP(common.add_diagonal(space.A, (relax * scale)[:3 * m], problem.rows, (relax * scale)[3 * m:]), c,
+                 lower, upper, mu.astype(space.b.dtype))
 
 
 def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
     """One step of the point-contact model on the problem's m slots and nr rows."""
     opt, space, contacts = model.opt, problem.space, problem.contacts
-    m, nr = contacts.active.shape[0], problem.rows.dist.shape[0]
-    active = contacts.active
+    m, active = problem.m, contacts.active
     prev = Previous(problem.kept, carry.ref_g1, carry.slipping, problem.prev_impulse)
-    v_rel = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of step
+    v_rel, _ = common.split(common.start_velocity(problem), problem)  # contact frame, start of step
     v_rel_w = jnp.einsum("mij,mi->mj", contacts.frame_w, v_rel)
     p, ref = reference_points(model, problem.kin, contacts, prev, v_rel_w, problem.slots.geom1)
     d = jnp.einsum("mij,mj->mi", contacts.frame_w, p - ref)
 
     # friction mode from the slip speed at the step's start (module docstring)
-    slipping, mu, shift = friction_mode(model, problem, active, math.safe_norm(v_rel[:, 1:]))
+    slipping, mu, shift = friction_mode(model, problem, common.tangential_speed(v_rel))
     correction, row_correction = corrections(model, contacts, d, problem.rows, slipping)
     correction = correction.at[:, 0].add(shift)
     c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
                                    jnp.where(problem.rows.active, row_correction, 0.0)])
     problem_qp = _relaxed_qp(model, problem, c, mu)
-    warm = jnp.concatenate([jnp.where((prev.kept & active)[:, None], prev.impulse, 0.0).reshape(-1),
-                            jnp.zeros((nr,), c.dtype)])
     solve_qp = lambda pr, x0, skip=None: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
                                                   block=(3, m), adjoint=opt.adjoint, skip=skip)
-    x1, stats1 = solve_qp(problem_qp, warm)
+    x1, stats1 = solve_qp(problem_qp, common.warm_start(problem))
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided
     # from the start alone, the cone of an impact depended on whether the point
     # approached sliding at 9 or 11 mm/s, and a sliding point stopped by an impact
     # could approach the surface at mu |v_t|. It is skipped where no mode changed and
     # no shift moved by more than 0.1 slip_speed
-    vt_end = math.safe_norm((space.A[:3 * m] @ x1 + space.b[:3 * m]).reshape(m, 3)[:, 1:])
-    slipping2, mu2, shift2 = friction_mode(model, problem, active, vt_end)
-    c2 = c.at[:3 * m:3].add(jnp.where(active, shift2 - shift, 0.0))
+    vt_end = common.tangential_speed(common.end_velocity(space.A, space.b, x1, m))
+    slipping2, mu2, shift2 = friction_mode(model, problem, vt_end)
+    c2 = common.add_to_normals(c, problem, shift2 - shift)
     redo = (jnp.any(slipping2 != slipping)
             | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.opt.slip_speed))
-    zero = qp.Stats(jnp.zeros((), jnp.int32), jnp.zeros((), c.dtype))
-    # (under vmap the cond runs both branches for every env: ``skip`` keeps the envs
-    # that need no second pass out of its loop)
-    x, stats2 = jax.lax.cond(redo, lambda: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x1, ~redo),
-                             lambda: (x1, zero))
-    return _pack(problem, x, ref, slipping2,
-                 SolverStats(stats1.iterations + stats2.iterations, jnp.maximum(stats1.residual, stats2.residual)))
+    x, stats = common.second_pass(
+        lambda x0, skip: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x0, skip), x1, stats1, redo)
+    return _pack(problem, x, ref, slipping2, stats)
 
 
 def _pack(problem: Problem, x: Array, ref: Array, slipping: Array, stats: SolverStats) -> Solution:
     """Impulses masked to the active rows, and the carry for the next step."""
-    contacts, kin, geom1 = problem.contacts, problem.kin, problem.slots.geom1
-    m, active = contacts.active.shape[0], contacts.active
-    df = jnp.where(active[:, None], x[:3 * m].reshape(m, 3), 0.0)
-    df_rows = jnp.where(problem.rows.active, x[3 * m:], 0.0)
+    kin, geom1, active = problem.kin, problem.slots.geom1, problem.contacts.active
     g1_pos, g1_rot = kin.geom_pos_w[geom1], kin.geom_rot_w[geom1]
     ref_g1 = jnp.einsum("mji,mj->mi", g1_rot, ref - g1_pos)
     carry = PointCarry(jnp.where(active[:, None], ref_g1, 0.0), slipping)
-    return Solution(jnp.concatenate([df.reshape(-1), df_rows]), carry, stats)
+    return Solution(common.mask(problem, x), carry, stats)
 
 
 register(ContactModel("relaxed", RelaxedParams, init, solve,

@@ -51,8 +51,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.contact import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import soft_diagonal, soft_target
+from jaxsim.contact import common
+from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
 from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
@@ -96,9 +96,10 @@ def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
     e = problem.slots.restitution.astype(v_x.dtype)
     # an impact only where the approach closes the slot's gap within the step
     impact = (v_x < -p.impact_threshold) & (d - v_x * dt > 0)
-    resting = jnp.where(d >= 0, p.correction_rate * jnp.maximum(d - p.contact_tolerance, 0.0), d) / dt
+    resting = common.contact_targets(d, dt, lambda depth: p.correction_rate
+                                     * jnp.maximum(depth - p.contact_tolerance, 0.0) / dt)
     target = jnp.where(impact, -e * v_x, resting)
-    mu = jnp.where(slip > model.opt.slip_speed, problem.slots.friction[:, 1], problem.slots.friction[:, 0])
+    _, mu = common.friction_mode(problem.slots.friction, slip, model.opt.slip_speed)
     return target, mu.astype(v_x.dtype)
 
 
@@ -133,48 +134,42 @@ def _pgs(H: Array, g: Array, lower: Array, upper: Array, mu: Array, x0: Array, s
 def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     """One step of Springhead's model on the problem's m slots and nr rows."""
     p, opt, space = model.contact_params, model.opt, problem.space
-    c_, rows = problem.contacts, problem.rows
-    m, nr = c_.active.shape[0], rows.dist.shape[0]
+    c_, rows, m, nr = problem.contacts, problem.rows, problem.m, problem.nr
     dtype = space.b.dtype
-    v_start = (space.J[:3 * m] @ problem.v).reshape(m, 3)  # contact frame, start of the step
+    v_start, _ = common.split(common.start_velocity(problem), problem)  # contact frame, start of the step
     R = _turn(v_start[:, 1:])
     T = block_diagonal(R, nr)  # to Springhead's frames; the generic rows stay
     A, b = T @ space.A @ T.T, T @ space.b
-    slip = math.safe_norm(v_start[:, 1:])
-    target, mu = _targets(model, problem, v_start[:, 0], slip)
+    target, mu = _targets(model, problem, v_start[:, 0], common.tangential_speed(v_start))
     # generic rows (joint limits): close at most the gap, remove gamma of a violation
-    limit = jnp.where(rows.dist >= 0, rows.dist, p.correction_rate * rows.dist) / opt.timestep
-    on = jnp.concatenate([jnp.repeat(c_.active, 3), rows.active])
+    limit = common.limit_targets(rows, opt.timestep, lambda depth: p.correction_rate * depth / opt.timestep)
+    on = common.row_mask(problem)
     goal = jnp.concatenate([jnp.stack([target, jnp.zeros_like(target), jnp.zeros_like(target)], -1).reshape(-1),
-                            soft_target(rows, -limit)])
-    A = A + jnp.diag(jnp.concatenate([jnp.zeros((3 * m,), dtype), soft_diagonal(rows, 0.0)]))
-    H = jnp.where(on[:, None] & on[None, :], A, 0.0)
+                            limit])
+    H = common.restrict(common.add_diagonal(A, jnp.zeros((3 * m,), dtype), rows), on)
     g = jnp.where(on, b - goal, 0.0)
-    lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
-    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
-    prev = jnp.where((problem.kept & c_.active)[:, None], problem.prev_impulse[:, :3], 0.0)
-    prev = jnp.einsum("mij,mj->mi", R, prev).reshape(-1)
+    lower, upper = common.cone_bounds(m, rows)
+    prev = jnp.einsum("mij,mj->mi", R, problem.prev_impulse).reshape(-1)
 
     if p.solver == "pgs":
         x0 = jnp.concatenate([p.warm_start * prev, jnp.zeros((nr,), dtype)])
         x, change = _pgs(H, g, lower, upper, mu, x0, p.sweeps)
         stats = SolverStats(jnp.asarray(p.sweeps, jnp.int32), change)
     else:
-        def qp_solve(g_, x0):
+        def qp_solve(g_, x0, skip=None):
             return qp.solve(qp.QP(H, g_, lower, upper, mu), x0, opt.solver_tol, max_iter=opt.solver_iterations,
-                            block=(3, m), adjoint=opt.adjoint, cone="box")
+                            block=(3, m), adjoint=opt.adjoint, cone="box", skip=skip)
 
         def shift(x_):
             """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""
-            v_end = (A[:3 * m] @ x_ + b[:3 * m]).reshape(m, 3)
-            s = math.safe_norm(v_end[:, 1:])
-            sliding = s > model.opt.slip_speed
-            return jnp.where(c_.active & sliding, mu * s, 0.0)
+            s = common.tangential_speed(common.end_velocity(A, b, x_, m))
+            sliding, _ = common.friction_mode(problem.slots.friction, s, opt.slip_speed, c_.active)
+            return common.desaxce_shift(sliding, mu, s)
 
         x0 = jnp.concatenate([prev, jnp.zeros((nr,), dtype)])
-        x1, st1 = qp_solve(g.at[:3 * m:3].add(shift(jnp.zeros_like(g))), x0)
-        x, st2 = qp_solve(g.at[:3 * m:3].add(shift(x1)), x1)
-        stats = SolverStats(st1.iterations + st2.iterations, jnp.maximum(st1.residual, st2.residual))
+        x1, st1 = qp_solve(common.add_to_normals(g, problem, shift(jnp.zeros_like(g))), x0)
+        x, stats = common.second_pass(
+            lambda x0_, skip: qp_solve(common.add_to_normals(g, problem, shift(x1)), x0_, skip), x1, st1)
     x = jnp.where(on, T.T @ x, 0.0)
     return Solution(x, (), stats)
 

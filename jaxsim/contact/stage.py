@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import contact as models
 from jaxsim import math
 from jaxsim.collision.driver import bound_radius, collide
 from jaxsim.collision.pairs import pair_plan
-from jaxsim.contact import Problem, SlotData, equality, materials, penalty
+from jaxsim.contact import equality, materials, penalty_forces
+from jaxsim.contact.interface import ContactModel, Problem, SlotData, get, zero_stats
 from jaxsim.contact.rows import Rows, constraint_rows, row_layout
 from jaxsim.contact.space import contact_jacobian, contact_space, slot_info
 from jaxsim.kinematics import Kinematics, body_velocities
@@ -60,11 +60,11 @@ def solve_size(model: Model) -> int:
     return contact_model(model).slot_rows * solved + row_layout(model.topo).n
 
 
-def contact_model(model: Model) -> models.ContactModel:
+def contact_model(model: Model) -> ContactModel:
     """The selected contact model, checked against the slot layout the Model was built
     with (static: a model swapped into ``opt.contact`` after the build may need
     another layout)."""
-    cmodel = models.get(model.opt.contact)
+    cmodel = get(model.opt.contact)
     if cmodel.collision != model.topo.pair_geometry:
         raise ValueError(f"contact model {cmodel.name!r} needs {cmodel.collision!r} contact slots, but the "
                          f"Model was built with {model.topo.pair_geometry!r} slots: build it with "
@@ -152,7 +152,7 @@ def _slot_data(model: Model, idx) -> SlotData:
     info = slot_info(model.topo)
     at = lambda a: jnp.asarray(a)[idx]  # noqa: E731
     pair = at(info.pair)
-    params = materials.pair_params(model, models.get(model.opt.contact).friction_blend)
+    params = materials.pair_params(model, get(model.opt.contact).friction_blend)
     return SlotData(at(info.geom1), at(info.geom2), at(info.body1), at(info.body2),
                     params.friction[pair], params.restitution[pair],
                     params.penalty_stiffness[pair], params.penalty_damping[pair])
@@ -208,7 +208,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         pen = _static_index(pen)  # spring-dampers act as smooth forces: the solve below sees their effect
         problem = _problem(model, kin, contacts, pen, kept, prev_impulse, _no_rows(rows), factor, state.v,
                            v_free, 3, eqs)
-        df, _ = penalty.slot_impulses(model, problem)
+        df, _ = penalty_forces.slot_impulses(model, problem)
         dv_pen = problem.space.Minv_JT @ df.reshape(-1)
         dv, v_free = dv + dv_pen, v_free + dv_pen
         impulse, handled = impulse.at[pen, :3].set(df), handled.at[pen].set(problem.contacts.active)
@@ -221,7 +221,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         overflow = overflow + (jnp.sum(contacts.active[con]) - jnp.sum(contacts.active[idx])).astype(jnp.int32)
     else:
         idx = _static_index(con)
-    stats = models.zero_stats(dtype)
+    stats = zero_stats(dtype)
     if con.size or rows.dist.shape[0]:
         problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow, eqs)
         sol = cmodel.solve(model, problem, jax.tree.map(lambda x: x[idx], carry))

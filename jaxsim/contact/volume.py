@@ -47,7 +47,7 @@ Per volume:
    inside the section that is the joint answer already. The later rounds (under
    ``lax.scan``) put every theta at the exact minimum of its 2-D QP for the current
    forces (the unconstrained minimum if it lies in the cross-section, else the best
-   point of the section's boundary, ``volume.fan_section``; a slot without a normal
+   point of the section's boundary, ``polyhedra.fan_section``; a slot without a normal
    force keeps its theta), then solve the forces at them: they change something
    only where a centre left the section (with ``alternations=1`` such a centre
    stays in the box). Each round also updates the
@@ -81,13 +81,13 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.collision import moments
-from jaxsim.collision import volume as geometry
+from jaxsim.collision import polyhedra as geometry
 from jaxsim.collision.regions import SLIVER
-from jaxsim.contact import ContactModel, Problem, Solution, param, point, register
-from jaxsim.contact.rows import soft_diagonal, soft_target
+from jaxsim.contact import common
+from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register, zero_stats
 from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
-from jaxsim.types import Model, SolverStats, pytree_dataclass
+from jaxsim.types import Model, pytree_dataclass
 
 Array = jax.Array
 
@@ -166,8 +166,7 @@ def _targets(model: Model, problem: Problem):
 
     twist, start, stop, mask = jax.vmap(one)(vol, c_.frame_w, c_.pos_w, c_.depth, is_volume)
     # point slots (no volume): push out at k depth (capped), or close at most the gap
-    push = jnp.where(c_.depth >= 0, jnp.minimum(p.contact_rate * c_.depth, p.max_depenetration_speed),
-                     c_.depth / dt)
+    push = common.contact_targets(c_.depth, dt, common.pushed_out(p.contact_rate, p.max_depenetration_speed))
     point = jnp.zeros_like(twist).at[:, 0].set(push)
     mask = mask & is_volume[:, None]
     return (is_volume, jnp.where(is_volume[:, None], twist, point), (start, stop, mask),
@@ -213,26 +212,24 @@ def _polygon_qp(P: Array, q: Array, start: Array, stop: Array, mask: Array, keep
 def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     """One step of the volume model on the problem's m slots and nr rows."""
     p, opt, space = model.contact_params, model.opt, problem.space
-    c_, rows = problem.contacts, problem.rows
-    m, nr = c_.active.shape[0], rows.dist.shape[0]
+    c_, rows, m, nr = problem.contacts, problem.rows, problem.m, problem.nr
     dtype = space.b.dtype
-    limit = jnp.where(rows.dist >= 0, rows.dist / opt.timestep,
-                      jnp.maximum(p.contact_rate * rows.dist, -p.max_depenetration_speed))
+    limit = common.limit_targets(rows, opt.timestep, common.pushed_out(p.contact_rate, p.max_depenetration_speed))
     relax = p.contact_relaxation * jnp.diagonal(space.A)
-    H = space.A + jnp.diag(jnp.concatenate([relax[:6 * m], soft_diagonal(rows, relax[6 * m:])]))
-    lower = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.lower])
-    upper = jnp.concatenate([jnp.zeros((3 * m,), dtype), rows.upper])
+    H = common.add_diagonal(space.A, relax[:6 * m], rows, relax[6 * m:])
+    lower, upper = common.cone_bounds(m, rows)
     if m == 0:  # generic rows only (a robot without geoms)
-        g = jnp.where(rows.active, space.b - soft_target(rows, -limit), 0.0)
+        g = jnp.where(rows.active, space.b - limit, 0.0)
         x, st = qp.solve(qp.QP(H, g, lower, upper, jnp.zeros((0,), dtype)), jnp.zeros((nr,), dtype),
                          opt.solver_tol, max_iter=opt.solver_iterations, adjoint=opt.adjoint)
-        return Solution(jnp.where(rows.active, x, 0.0), carry, SolverStats(st.iterations, st.residual))
+        return Solution(jnp.where(rows.active, x, 0.0), carry, common.as_stats(st))
     is_volume, twist, section, radius = _targets(model, problem)
-    active6 = jnp.concatenate([jnp.repeat(c_.active, 6), rows.active])
-    target = jnp.concatenate([twist.reshape(-1), soft_target(rows, -limit)])
+    active6 = common.row_mask(problem)
+    target = jnp.concatenate([twist.reshape(-1), limit])
     g = jnp.where(active6, space.b - target, 0.0)
+    # the carry re-indexed to this step's slots: the centres of kept volume slots
     theta0 = jnp.where(is_volume[:, None] & problem.kept[:, None], carry.theta, 0.0)
-    prev = jnp.where(problem.kept[:, None], problem.prev_impulse, 0.0)
+    prev = problem.prev_impulse
     f0 = prev[:, :3]
     # the torsions as forces at the radius (``tau = rho s``): a pure moment about each
     # slot's normal (row 3 of its 6), scaled like the forces for the solver's step
@@ -281,19 +278,19 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         new = jax.vmap(_polygon_qp)(P, q, *section, theta)
         return jnp.where(is_volume[:, None], new, 0.0)
 
-    held = c_.active & problem.kept & carry.slipping
+    held = problem.kept & carry.slipping
 
-    def friction(v_rows):
-        """The point model's friction mode from the slot point's slip (static cone
-        ``mu_s`` when it sticks, kinetic ``mu_k`` when it slips, or when it slid on
-        its kinetic cone at the last step's end) and De Saxce's shift ``mu |v_t|`` on
-        the normal target (the cone QP alone would lift a sliding body at ``mu |v_t|``)."""
-        v6 = v_rows[:6 * m].reshape(m, 6)
-        vt = math.safe_norm(v6[:, 1:3])
+    def friction(v6):
+        """The friction mode from the slip of the slots with row velocities ``v6`` (m, 6)
+        (static cone ``mu_s`` when it sticks, kinetic ``mu_k`` when it slips, or when it
+        slid on its kinetic cone at the last step's end) and De Saxce's shift ``mu
+        |v_t|`` on the normal target (the cone QP alone would lift a sliding body at
+        ``mu |v_t|``)."""
+        vt = common.tangential_speed(v6)
         spin = radius * v6[:, 3]  # the region's slip from its spin about the normal
-        slipping, mu, _ = point.friction_mode(model, problem, c_.active, math.safe_norm(jnp.stack([vt, spin], -1)),
-                                              held)
-        return mu.astype(dtype), jnp.where(slipping, mu * vt, 0.0), slipping
+        slipping, mu = common.friction_mode(problem.slots.friction, math.safe_norm(jnp.stack([vt, spin], -1)),
+                                            opt.slip_speed, c_.active, held)
+        return mu.astype(dtype), common.desaxce_shift(slipping, mu, vt), slipping
 
     # the first round's moments of the normal forces, u = theta f_n = rho w, free within
     # the section's bounding box times the last step's f_n: rows 4 and 5 are
@@ -339,8 +336,8 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         """The forces and the centres of pressure: at the first round the forces with
         free moments and their centres; at the others the centres for the current
         forces (``pressure_centres``: inside the section), then the forces at them."""
-        theta, y, x, (mu, shift, slipping), _, it, res = state
-        gs = g.at[:6 * m:6].add(jnp.where(c_.active, shift, 0.0))
+        theta, y, x, (mu, shift, slipping), _, stats = state
+        gs = common.add_to_normals(g, problem, shift)
         if first:
             theta, y, st, x = free_forces(theta, y, gs, mu)
         else:
@@ -350,16 +347,16 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         saturated = ((math.safe_norm(f[:, 1:]) >= (1.0 - 1e-3) * mu * f[:, 0])
                      | ((radius > 0) & (jnp.abs(torsion) >= (1.0 - 1e-3) * mu * f[:, 0])))
         on_cone = slipping & saturated & (f[:, 0] > 0)
-        return (theta, y, x, friction(space.A @ x + space.b), on_cone, it + st.iterations,
-                jnp.maximum(res, st.residual)), None
+        v6, _ = common.split(space.A @ x + space.b, problem)
+        return (theta, y, x, friction(v6), on_cone, common.merge_stats(stats, st)), None
 
-    init_state = (theta0, y0, None, friction(space.J @ problem.v), held, jnp.zeros((), jnp.int32),
-                  jnp.zeros((), dtype))  # the first round reads no rows
+    init_state = (theta0, y0, None, friction(common.split(common.start_velocity(problem), problem)[0]), held,
+                  zero_stats(dtype))  # the first round reads no rows
     state, _ = round_(init_state, True)
-    (theta, _, x, _, on_cone, it, res), _ = jax.lax.scan(lambda st_, _: round_(st_, False), state, None,
-                                                         length=p.alternations - 1)
-    x = jnp.where(active6, x, 0.0)
-    return Solution(x, VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0), on_cone), SolverStats(it, res))
+    (theta, _, x, _, on_cone, stats), _ = jax.lax.scan(lambda st_, _: round_(st_, False), state, None,
+                                                       length=p.alternations - 1)
+    return Solution(common.mask(problem, x), VolumeCarry(jnp.where(is_volume[:, None], theta, 0.0), on_cone),
+                    stats)
 
 
 register(ContactModel("volume", VolumeParams, init, solve,

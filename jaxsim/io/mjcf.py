@@ -39,10 +39,10 @@ import numpy as np
 
 from jaxsim import contact as contact_models
 from jaxsim import options as model_options
-from jaxsim.builder import ModelBuilder, ModelError
+from jaxsim.builder import ModelBuilder
 from jaxsim.names import current_name, rename
 from jaxsim.io.urdf import resolve_urdf
-from jaxsim.types import Model
+from jaxsim.types import Model, ModelError
 
 CYLINDER_SIDES = 16
 ELLIPSOID_RINGS = 6

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from jaxsim.builder import ModelError
+from jaxsim.types import ModelError
 
 ROS_PATH_VARIABLE = "ROS_PACKAGE_PATH"
 

@@ -1,4 +1,5 @@
-"""One frictional contact problem in local coordinates, three ways (SPEC section 6).
+"""One frictional contact problem in local coordinates, three ways (exact /
+Anitescu-Tasora / Nakaoka friction).
 
     u = W r + q,   contacts i = 1..m with r_i, u_i = (normal, tangent, tangent),
 

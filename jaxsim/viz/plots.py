@@ -1,5 +1,5 @@
 """What a rollout did, as time series and matplotlib figures: contact normal force
-and centre of pressure (the figures of SPEC sections 2 and 3), energy, and contact-QP
+and centre of pressure (of the pendulum and cube scenes), energy, and contact-QP
 iterations.
 
 Each ``plot_*`` has a data twin returning plain NumPy arrays, so the numbers can be
@@ -101,7 +101,7 @@ def contact_forces(model: Model, traj: State, by: str = "body", env: int | None 
 
 def center_of_pressure(model: Model, traj: State, body, env: int | None = None):
     """Centre of pressure of ``body``'s contacts over time: the normal-force-weighted
-    mean of its contact points (SPEC section 3's CoP).
+    mean of its contact points.
 
     Args:
       body: body name or index.

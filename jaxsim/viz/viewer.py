@@ -9,7 +9,7 @@ HTML file (plotly.js embedded) that a browser opens with no network.
 
 Why plotly: it is maintained, installs from PyPI with nothing compiled, has animation
 frames with a slider and buttons built in, renders inline in Jupyter, and embeds its
-JavaScript in the file, which is what working offline needs (see the README).
+JavaScript in the file, which is what working offline needs (see the docs' Viewer page).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Intersection polyhedron of two convex polyhedra, and its cross-section by a plane.
 
-Used by the contact-volume model (SPEC section 3: one wrench per intersection volume)
-and by Springhead's contact polygon (SPEC section 4: the cross-section of the
+Used by the contact-volume wrench (one wrench per intersection volume) and by
+Springhead's contact polygon (Springhead impact/resting: the cross-section of the
 intersection by the contact plane).
 
 Representation. A convex polyhedron is a set of half-spaces ``n_i . x <= d_i`` with
@@ -18,7 +18,8 @@ Method (brute-force vertex enumeration, fixed cost, no data-dependent shapes):
    a vertex when ``|det| > eps_det``, the point lies on its three planes within ``tol``
    and satisfies every plane within ``tol``. Invalid triples get a finite dummy point
    (the division is guarded with ``jnp.where``, so gradients stay finite). This is the
-   brute-force fallback of the seed paper: it never misses tiny or grazing overlaps.
+   brute-force fallback of the contact-volume wrench's method: it never misses tiny
+   or grazing overlaps.
 2. Face polygons, without sorting: the edge of face ``i`` along plane ``j`` joins the
    two extreme valid vertices of the triples ``{i, j, k}`` along ``n_i x n_j`` (every
    vertex on both planes comes from such a triple: the planes meeting there span R^3,

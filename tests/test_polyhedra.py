@@ -1,4 +1,4 @@
-"""Intersection polyhedra and cross-sections of convex polyhedra (jaxsim.collision.volume):
+"""Intersection polyhedra and cross-sections of convex polyhedra (jaxsim.collision.polyhedra):
 analytic box cases, Monte-Carlo checks on random pairs, degenerate contacts with finite
 gradients, and jit / vmap / float32 consistency."""
 
@@ -10,7 +10,7 @@ from jax.test_util import check_grads
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
-from jaxsim.collision import volume as V
+from jaxsim.collision import polyhedra as V
 
 SQ2 = np.sqrt(2.0)
 CUBE = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T  # corners of [-1, 1]^3

@@ -1,0 +1,194 @@
+"""Pieces of a step that every contact model builds the same way.
+
+Velocities. ``start_velocity``: the rows' velocities ``J v`` at the step's start
+(``split`` into slots and generic rows, ``normals`` of the slots); ``end_velocity``:
+the slots' velocities ``A x + b`` at its end under impulses ``x``;
+``tangential_speed``: a slot's slip from its tangent rows.
+
+Targets (the lowest velocity a row may have at the step's end). A contact at depth
+``d`` (m; negative: a gap) and a limit row at ``dist`` from its limit (depth ``d =
+-dist``, m or rad) get the same rule, ``separation_target``: apart, the gap may close
+within the step and no further (``d / dt``: speculative contacts, a limit that may be
+reached but not passed); penetrating, the model's own position correction, a velocity
+that is a function of the depth (``pushed_out``: ``rate d``, at most ``cap``).
+``contact_targets`` applies it to slots, ``limit_targets`` to the generic rows, whose
+soft rows (friction loss, implicit PD) keep their own target (``rows.soft_target``).
+
+Friction. ``friction_mode``: Coulomb's coefficient of a slot, the kinetic one where it
+slips (its tangential speed above ``opt.slip_speed``, or held kinetic by the model),
+the static one else. ``desaxce_shift``: De Saxce's ``mu |v_t|`` added to the normal
+target of a slipping slot, which keeps the cone's normal velocity ``mu |v_t|`` from
+lifting it; ``add_to_normals`` puts a per-slot value on the normal rows.
+``second_pass``: De Saxce's fixed point taken one step further, a second solve from the
+first one's solution with the friction mode and shift of the velocities the first one
+left (everywhere, or only where ``redo``).
+
+Rows of the solve. ``row_mask`` (the active slot rows, then the active generic rows),
+``restrict`` (a matrix decoupled outside the mask), ``mask`` (impulses zero outside
+it), ``add_diagonal`` (a model's relaxation on the slot and limit rows, the
+compliance on the soft rows), ``cone_bounds`` (the bounds that follow 3m friction-cone
+entries of the QP: the generic rows' intervals), ``warm_start`` (last step's impulses,
+0 on the generic rows), ``as_stats`` and ``merge_stats`` (the stats of several solves).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxsim import math
+from jaxsim.contact.interface import Problem
+from jaxsim.contact.rows import Rows, soft_diagonal, soft_target
+from jaxsim.types import SolverStats
+
+Array = jax.Array
+
+Correction = Callable[[Array], Array]  # depth (m or rad, > 0 past the surface) -> velocity (m/s or rad/s)
+
+
+# ------------------------------------------------------------------------------ velocities
+
+
+def start_velocity(problem: Problem) -> Array:
+    """(R m + nr,) the row velocities ``J v`` at the step's start (``split`` them)."""
+    return problem.space.J @ problem.v
+
+
+def split(x: Array, problem: Problem) -> tuple[Array, Array]:
+    """Values ``x`` over the problem's rows as (m, R) per slot (contact frame: normal,
+    tangent 1, tangent 2, then the angular rows) and (nr,) per generic row."""
+    m, R = problem.m, problem.slot_rows
+    return x[:R * m].reshape(m, R), x[R * m:]
+
+
+def normals(x: Array, problem: Problem) -> Array:
+    """(m,) the slots' normal rows of ``x`` over the problem's rows."""
+    return x[:problem.m * problem.slot_rows:problem.slot_rows]
+
+
+def end_velocity(A: Array, b: Array, x: Array, m: int, R: int = 3) -> Array:
+    """(m, R) the slot rows' velocities ``A x + b`` at the step's end under the impulses
+    ``x`` (the first R m rows of a contact space, or of a model's own turn of it)."""
+    return (A[:R * m] @ x + b[:R * m]).reshape(m, R)
+
+
+def tangential_speed(v: Array) -> Array:
+    """(m,) m/s, the slip of slots with row velocities ``v`` (m, R): the norm of the two
+    tangent rows."""
+    return math.safe_norm(v[:, 1:3])
+
+
+# --------------------------------------------------------------------------------- targets
+
+
+def separation_target(depth: Array, dt, correction: Array) -> Array:
+    """The lowest velocity at the step's end along a contact's normal or a limit row
+    (m/s or rad/s) at ``depth`` (negative: a gap): ``correction`` where it penetrates,
+    else ``depth / dt`` (the gap may close within the step, no further)."""
+    return jnp.where(depth >= 0, correction, depth / dt)
+
+
+def pushed_out(rate, cap) -> Correction:
+    """The position correction that pushes a penetration out at ``rate`` (1/s) times its
+    depth, at most at ``cap`` (m/s or rad/s)."""
+    return lambda depth: jnp.minimum(rate * depth, cap)
+
+
+def contact_targets(depth: Array, dt, correction: Correction) -> Array:
+    """(m,) the normal targets of slots at ``depth`` (m) under a model's ``correction``."""
+    return separation_target(depth, dt, correction(depth))
+
+
+def limit_targets(rows: Rows, dt, correction: Correction) -> Array:
+    """(nr,) the generic rows' targets: a limit row at ``dist`` from its limit gets the
+    contact rule at depth ``-dist`` under the model's ``correction``; a soft row its
+    own target."""
+    depth = -rows.dist
+    return soft_target(rows, separation_target(depth, dt, correction(depth)))
+
+
+# -------------------------------------------------------------------------------- friction
+
+
+def friction_mode(friction: Array, speed: Array, slip_speed, active=True, held=False) -> tuple[Array, Array]:
+    """Per slot: (slipping (m,) bool, Coulomb's coefficient mu (m,)). A slot slips where
+    it is ``active`` and its tangential ``speed`` (m/s) exceeds ``slip_speed`` or the
+    model ``held`` it kinetic; ``friction`` (m, 2) the pair's (static, kinetic)
+    coefficients: kinetic where it slips, static else."""
+    slipping = active & ((speed > slip_speed) | held)
+    return slipping, jnp.where(slipping, friction[:, 1], friction[:, 0])
+
+
+def desaxce_shift(slipping: Array, mu: Array, speed: Array) -> Array:
+    """(m,) m/s, De Saxce's shift ``mu |v_t|`` of a slipping slot's normal target."""
+    return jnp.where(slipping, mu * speed, 0.0)
+
+
+def add_to_normals(g: Array, problem: Problem, value: Array) -> Array:
+    """``g`` over the problem's rows with ``value`` (m,) added on the active slots'
+    normal rows."""
+    m, R = problem.m, problem.slot_rows
+    return g.at[:R * m:R].add(jnp.where(problem.contacts.active, value, 0.0))
+
+
+def second_pass(solve: Callable, x1: Array, stats1, redo: Array | None = None) -> tuple[Array, SolverStats]:
+    """De Saxce's second pass: ``solve(x0, skip) -> (x, stats)`` solves again, with the
+    friction mode and shift of the velocities that the first pass's solution ``x1``
+    left, warm-started from ``x1``. With ``redo`` (a bool) only where it holds (under
+    vmap a ``cond`` runs both branches for every env: ``skip`` keeps the envs that need
+    no second pass out of the solver's loop). Returns the solution and both passes'
+    stats."""
+    if redo is None:
+        x, stats2 = solve(x1, None)
+    else:
+        zero = jax.tree.map(jnp.zeros_like, stats1)
+        x, stats2 = jax.lax.cond(redo, lambda: solve(x1, ~redo), lambda: (x1, zero))
+    return x, merge_stats(stats1, stats2)
+
+
+# ------------------------------------------------------------------------- rows of a solve
+
+
+def row_mask(problem: Problem) -> Array:
+    """(R m + nr,) bool: the rows of active slots, then the active generic rows."""
+    return jnp.concatenate([jnp.repeat(problem.contacts.active, problem.slot_rows), problem.rows.active])
+
+
+def mask(problem: Problem, x: Array) -> Array:
+    """Impulses ``x`` over all rows, zero on the inactive ones."""
+    return jnp.where(row_mask(problem), x, 0.0)
+
+
+def restrict(A: Array, on: Array) -> Array:
+    """``A`` with the rows and columns outside ``on`` zeroed."""
+    return jnp.where(on[:, None] & on[None, :], A, 0.0)
+
+
+def add_diagonal(A: Array, slot_diag: Array, rows: Rows, row_diag=0.0) -> Array:
+    """``A`` plus a diagonal: ``slot_diag`` on the slot rows, ``row_diag`` on the limit
+    rows and the compliance ``R`` on the soft rows (``rows.soft_diagonal``)."""
+    return A + jnp.diag(jnp.concatenate([slot_diag, soft_diagonal(rows, row_diag)]))
+
+
+def cone_bounds(m: int, rows: Rows) -> tuple[Array, Array]:
+    """(lower, upper) of a QP over 3m friction-cone entries (0: its cone blocks do not
+    read them) and the generic rows (their impulse intervals)."""
+    zeros = jnp.zeros((3 * m,), rows.dist.dtype)
+    return jnp.concatenate([zeros, rows.lower]), jnp.concatenate([zeros, rows.upper])
+
+
+def warm_start(problem: Problem) -> Array:
+    """(R m + nr,) last step's impulses of the slots (0 where not kept), 0 on the rows."""
+    return jnp.concatenate([problem.prev_impulse.reshape(-1), jnp.zeros_like(problem.rows.dist)])
+
+
+def as_stats(stats) -> SolverStats:
+    """A solver's ``(iterations, residual)`` as ``SolverStats``."""
+    return SolverStats(stats.iterations, stats.residual)
+
+
+def merge_stats(a, b) -> SolverStats:
+    """Two solves' stats as one: iterations summed, the larger residual."""
+    return SolverStats(a.iterations + b.iterations, jnp.maximum(a.residual, b.residual))
