@@ -254,24 +254,12 @@ def _check_options_table(markdown: str, src: str) -> None:
         log.warning(f"{src}: the option table is stale: paste the output of `python -m jaxsim.options`")
 
 
-# Docstrings rendered into the API reference that name the project's internal
-# specification or its source papers by number; the site describes the software, so
-# these phrases are reworded here until the docstrings themselves are.
-DOCSTRING_REWORDING = [
-    (" (seed 001: stable at large dt; ", " (stable at large dt; "),
-    ("The n-link planar pendulum of SPEC section 2 (seed 003, section 3).",
-     "The n-link planar pendulum of Wakisaka and Sugihara's relaxed point-contact paper."),
-    ("Seed 001's horse-like quadruped", "A horse-like quadruped"),
-    ("the seed's dt = 50 ms", "dt = 50 ms"),
-    ("What a geom pair's contacts are (SPEC section 4).", "What a geom pair's contacts are."),
-    (" (SPEC section 3's CoP)", ""),
-]
+# Rendered pages describe the software: a page that names the project's internal
+# documents or its source papers by internal number fails the build (--strict).
 INTERNAL = re.compile(r"\bSPEC\b|\b[Ss]eed \d{3}\b|\bthe seed's\b|SPEC\.md|DESIGN\.md|\.\./shared/")
 
 
 def on_page_content(html: str, page, config, files) -> str:
-    for old, new in DOCSTRING_REWORDING:
-        html = html.replace(old, new)
     text = re.sub(r"<[^>]+>", "", html)
     for m in INTERNAL.finditer(text):
         context = " ".join(text[max(0, m.start() - 60):m.end() + 40].split())

@@ -15,7 +15,7 @@ LINK_MASS = 0.3  # kg, ... of 0.3 kg
 def pendulum(n: int = 6, *, pivot_height: float | None = None, floor: bool = False,
              timestep: float = 1e-3, integrator: str = "euler", damping: float = 0.0,
              dtype=jnp.float32, **options) -> Model:
-    """The n-link planar pendulum of the Springhead impact/resting paper.
+    """The n-link planar pendulum of Wakisaka and Sugihara's relaxed point-contact paper.
 
     Each link is a 4 x 10 x 4 cm box of 0.3 kg hanging along -z from a hinge about the
     world y axis; all hinges are parallel. Without a floor, start it swinging at 60

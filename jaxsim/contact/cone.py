@@ -1,5 +1,5 @@
 """Rigid frictional contact with a Baumgarte-like relaxation and a choice of friction
-law (SPEC section 6, seed 004): the contact model ``"cone"``.
+law (exact Coulomb, Anitescu-Tasora or Nakaoka): the contact model ``"cone"``.
 
 Slots: ``collision="points"`` (as the relaxed model), three rows each (normal,
 tangent 1, tangent 2); the generic rows (joint and tendon limits) follow. The step's
@@ -8,11 +8,11 @@ problem is the local one of ``solver/friction.py``, ``u = W r + q``, with ``W = 
 the step's end relative to the target, and Coulomb's law (or its relaxation) holds
 between ``r`` and ``u``.
 
-Baumgarte-like relaxation (normal rows and limit rows). The seed relaxes the
-unilateral condition ``x >= 0`` on the gap ``x`` to ``x'' + 2 zeta x' / delta + x /
-delta^2 >= 0`` (complementary to the normal impulse); ``delta -> 0`` is the rigid
-law. Discretised by implicit Euler over the step (``x'' = (v+ - v) / dt``, ``x' =
-v+``, ``x`` at the step's end ``x + dt v+``):
+Baumgarte-like relaxation (normal rows and limit rows). Kikuuwe and Brogliato's
+formulation relaxes the unilateral condition ``x >= 0`` on the gap ``x`` to ``x'' +
+2 zeta x' / delta + x / delta^2 >= 0`` (complementary to the normal impulse);
+``delta -> 0`` is the rigid law. Discretised by implicit Euler over the step (``x''
+= (v+ - v) / dt``, ``x' = v+``, ``x`` at the step's end ``x + dt v+``):
 
     v+ >= (delta^2 v - dt x) / (delta^2 + 2 zeta delta dt + dt^2)
 
@@ -27,8 +27,9 @@ a quarter of the approach speed kept in the first). ``delta_eff -> 0`` would pus
 whole penetration out in one step. Slots still apart (speculative, ``x > 0``) get
 the rigid target ``v+ >= -x / dt`` (the gap may close within the step, no further:
 a body arriving at a surface stops there). The tangent rows carry no relaxation
-(the seed's ``2 zeta / delta`` damping of tangential velocity would let a sliding
-body's velocity, not its slip, set friction's direction); their target is 0.
+(the formulation's ``2 zeta / delta`` damping of tangential velocity would
+let a sliding body's velocity, not its slip, set friction's direction); their target
+is 0.
 
 Friction (``solver``, static), with the pair's kinetic coefficient:
 
@@ -122,4 +123,4 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
 
 register(ContactModel("cone", ConeParams, init, solve,
                       "rigid frictional contact, Baumgarte-like relaxation, exact / Anitescu-Tasora / Nakaoka "
-                      "friction (seed 004)", collision="points", slot_rows=3))
+                      "friction", collision="points", slot_rows=3))

@@ -1,5 +1,5 @@
 """The contact model ``"penalty"``: every slot a penalty spring-damper with regularized
-friction (``penalty_forces.py``, SPEC section 4), and the generic rows (joint and
+friction (``penalty_forces.py``, Springhead's penalty mode), and the generic rows (joint and
 tendon limits, friction loss, implicit PD) a rigid QP given those forces.
 
 A limit row past its limit is pushed back at ``limit_rate`` times its violation (capped
@@ -59,4 +59,4 @@ def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
 
 
 register(ContactModel("penalty", PenaltyParams, init, solve,
-                      "spring-damper contacts with regularized friction, no solver (SPEC section 4)"))
+                      "spring-damper contacts with regularized friction, no solver (Springhead's penalty mode)"))

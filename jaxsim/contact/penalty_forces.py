@@ -1,5 +1,5 @@
-"""Penalty contacts (SPEC section 4, Springhead's penalty mode): a spring-damper force
-along the normal and regularized Coulomb friction along the tangent, no solver rows.
+"""Penalty contacts (Springhead's penalty mode): a spring-damper force along the normal
+and regularized Coulomb friction along the tangent, no solver rows.
 
 Per active slot with depth ``d`` (m), normal velocity ``v_n`` (geom2 relative to
 geom1, positive apart) and tangential velocity ``v_t``, with the pair's stiffness
@@ -10,11 +10,11 @@ geom1, positive apart) and tangential velocity ``v_t``, with the pair's stiffnes
 ``f_n0`` the slot's normal force in the last step (the spring's at the step's start
 for a new slot) and ``v_s`` ``opt.slip_speed``: below ``v_s`` friction is
 viscous (a body on a slope creeps at a speed below ``v_s``), above it saturates at
-Coulomb's ``mu f_n`` (regularized Coulomb friction). A first design with ``beta = mu
-f_n0 / |v_t|`` under-braked a sliding box by 30 %: its load moves to the leading
-corners within the step, so the start's ``f_n0`` is not the step's ``f_n``. The forces are taken at the step's end,
-``d+ = d - dt v_n+`` and ``v+`` (linearly implicit Euler, as implicit joint damping),
-so a stiff spring on a light body is stable at any time step. With ``v+ = b + A df``
+Coulomb's ``mu f_n`` (regularized Coulomb friction). With ``beta = mu f_n0 / |v_t|``
+instead, a sliding box is under-braked by 30 %: its load moves to the leading corners
+within the step, so the start's ``f_n0`` is not the step's ``f_n``. The forces are
+taken at the step's end, ``d+ = d - dt v_n+`` and ``v+`` (linearly implicit Euler, as
+implicit joint damping), so a stiff spring on a light body is stable at any time step. With ``v+ = b + A df``
 in the slots' contact space and ``df = dt f`` this reads ``v+ = target - R df``, the
 optimality condition of the small convex QP
 
@@ -24,9 +24,9 @@ optimality condition of the small convex QP
 
 solved by the shared QP (``solver/qp.py``, per-row compliance, implicit gradients).
 The bounds give ``f_n >= 0`` (no adhesion: a spring never pulls) and Springhead's
-friction box per tangent axis; solving the linear system and clipping afterwards instead (a first
-design) let a clipped adhesive force leave its neighbours' balancing
-forces unopposed, and a random scene gained 188 J in 2 s. The QP form only
+friction box per tangent axis. Solving the linear system and clipping afterwards
+instead lets a clipped adhesive force leave its neighbours' balancing forces
+unopposed (a random scene gained 188 J in 2 s that way). The QP form only
 dissipates, apart from the energy the spring stored. A slot takes part when it
 penetrates now or would at the end of the step without its force (``d - dt b_n >
 0``), so a fast body meets the spring in the step it arrives.

@@ -1,12 +1,12 @@
-"""Point contacts with momentum-level penetration compensation (SPEC section 2; seed
-003, Wakisaka & Sugihara; reference implementation RoKi-FD ``rkfd_vert.c``): the
+"""Point contacts with momentum-level penetration compensation (Wakisaka & Sugihara's
+relaxed point-contact paper; reference implementation RoKi-FD ``rkfd_vert.c``): the
 contact models ``"relaxed"`` and ``"rigid"`` (``K = lambda = 0``, the paper's
 "macroscopic" variant). Parameters: ``RelaxedParams`` / ``RigidParams``.
 
 Per active slot the contact point ``p`` is geom2's deepest point (``pos - depth/2 n``)
 and ``p_ref`` its reference point on geom1's surface, stored in geom1's frame so that
 it moves with geom1. The impulses ``df`` (3 per slot, contact frame, on geom2) solve
-the seed's relaxed problem with the residual measured in the kinetic-energy metric:
+the paper's relaxed problem with the residual measured in the kinetic-energy metric:
 
     minimize  1/2 df^T (A + R) df + df^T (b + K d)   subject to  df_i in F_i
 
@@ -18,9 +18,9 @@ without contact impulses, ``d = p - p_ref``, ``R = lambda s`` the relaxation and
 where it does not, it may move apart faster (complementarity), and the impulses are
 unique for a body on 4+ points because of ``R``.
 
-Why this metric. Written with the seed's Euclidean residual, ``1/2 ||A df + b + K
-d||^2 + 1/2 lambda ||df||^2`` (this module's first design), the objective weighs
-velocity errors in contact space, not in energy: its solution can do positive work.
+Why this metric. Written with the paper's Euclidean residual, ``1/2 ||A df + b + K
+d||^2 + 1/2 lambda ||df||^2``, the objective weighs velocity errors in contact space,
+not in energy: its solution can do positive work.
 gymnasium's humanoid landing on locked knees got 372 J of kinetic energy from one
 step's impulses (its fall had 44 J), and in random scenes bodies gained energy
 thousands of percent. The quadratic above is the same least-squares problem with the
@@ -38,9 +38,9 @@ most ``max_depenetration_speed`` (a body started 5 cm inside the floor at dt = 2
 otherwise left at 25 m/s); along the tangents ``K`` times the drift beyond
 ``DRIFT_TOLERANCE`` (10 micrometres), the same cap. The dead band removes the
 pre-stress a sticking point's drift during settling leaves in a statically
-indeterminate chain (SPEC's lying pendulum kept 13 % between its tip link's near and
-far forces; with it they are equal) and still stops creep (a cube on a slope with
-tan 0.4 < mu_s comes to rest after 10 micrometres).
+indeterminate chain (without it the paper's pendulum, lying on the ground, kept 13 %
+between its tip link's near and far forces; with it they are equal) and still stops
+creep (a cube on a slope with tan 0.4 < mu_s comes to rest after 10 micrometres).
 
 Relaxation: ``s`` (1/kg) is the inverse mass that the heaviest tree of a contact
 island shows at its active normal and limit rows, see ``relaxation_scale``;
@@ -68,8 +68,8 @@ against ``opt.slip_speed`` (0.01 m/s, Springhead's V_f):
     the relaxed solve spreads a face's friction over its points as the cones allow.
   * sliding: the kinetic cone ``|f_t| <= mu_k f_n`` (the paper's factor
     ``w(|v_t|) = 1 - exp(-k_w |v_t|)`` of eq. 20 is left out: with the mode decided at
-    the step's end there is no dither for it to remove, and it made the SPEC cube
-    scenes depend on dt), and the normal row's target raised by ``mu |v_t|`` (De
+    the step's end there is no dither for it to remove, and it made the contact-volume
+    paper's cube scenes depend on dt), and the normal row's target raised by ``mu |v_t|`` (De
     Saxce's modified velocity ``u + mu ||u_T|| e_n``): a cone's complementarity alone
     gives a sliding contact a separating velocity ``mu |v_t|`` (Anitescu's relaxation:
     a box sliding at 2 m/s would hop at 0.6 m/s), the shift cancels it. Friction from
@@ -129,7 +129,7 @@ class RigidParams:
 class PointCarry(NamedTuple):
     """Per slot, what the point model keeps between steps."""
 
-    ref_g1: Array  # (n, 3) m, reference point p_ref in geom1's frame (SPEC 2)
+    ref_g1: Array  # (n, 3) m, reference point p_ref in geom1's frame
     slipping: Array  # (n,) bool, slips in the next step (kinetic friction)
 
 
@@ -210,8 +210,8 @@ def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, do
     easily than it sinks) relaxed the landing humanoid's normal rows hundreds of
     times more than their own scale. One weight per island also keeps a statically
     indeterminate load shared as the rigid solution shares it (per-row or per-pair
-    weights made SPEC's lying pendulum load its tip link's near and far points
-    unequally).
+    weights made the pendulum of ``scenes.pendulum`` lying on the ground load its tip
+    link's near and far points unequally).
 
     Args:
       space: the constraint space (``J``, ``M^-1 J^T``, ``A``).
@@ -323,6 +323,6 @@ def _pack(problem: Problem, x: Array, ref: Array, slipping: Array, stats: Solver
 
 
 register(ContactModel("relaxed", RelaxedParams, init, solve,
-                      "relaxed point contacts with momentum-level penetration compensation (seed 003)"))
+                      "relaxed point contacts with momentum-level penetration compensation"))
 register(ContactModel("rigid", RigidParams, init, solve,
                       "the same point contacts without relaxation or correction (K = lambda = 0)"))

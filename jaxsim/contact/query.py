@@ -1,4 +1,4 @@
-"""Contact-force queries (SPEC section 4): what the last step applied, read from the
+"""Contact-force queries: what the last step applied, read from the
 State's per-slot ``ContactState`` (no re-solve), whatever the contact model or mode.
 
 A slot's force is the mean over the step (impulse / dt) acting at the contact point of

@@ -26,7 +26,7 @@ whichever model is selected:
   * friction loss (MuJoCo's ``frictionloss``): one row per dof that has one, ``t =
     0``, impulse within ``+-frictionloss dt``: the joint stays still unless the rest
     of the step pushes it harder than the loss;
-  * implicit PD (SPEC section 5, seed 001): every actuator built ``implicit``, a
+  * implicit PD (the implicit PD paper): every actuator built ``implicit``, a
     position or velocity servo ``force = g u + b0 + b1 L + b2 Ldot`` (``K = -b1 >=
     0``, ``B = -b2 >= 0``, ``K dt + B > 0``), its force evaluated at the step's end,
     ``F = c - (K dt + B) u`` with ``c = g u + b0 + b1 L`` and ``u`` the row velocity

@@ -1,4 +1,4 @@
-"""Contact-space operators (SPEC section 1): ``v+ = A df + b``.
+"""Contact-space operators: ``v+ = A df + b``.
 
 For the ``m = ncon`` contact slots (three rows each: normal, tangent 1, tangent 2 of
 the slot's ``frame_w``) the contact Jacobian ``J`` (3m, nv) maps generalized
@@ -95,10 +95,11 @@ class ContactSpace(NamedTuple):
 
 
 def contact_space(jac: Array, mass_factor, v_free: Array, equalities=None) -> ContactSpace:
-    """Operators of SPEC section 1 from the Jacobian ((ncon, 3, nv) or rows (k, nv)), the
-    lower Cholesky factor of M (``jaxsim.linalg.cho_factor``) and the contact-free next
-    velocity; with ``equalities`` (``equality.Elimination``) ``M^-1`` is the
-    constrained inverse inertia ``W`` (``v_free`` then already holds them)."""
+    """The contact-space operators (``v+ = A df + b``) from the Jacobian ((ncon, 3, nv)
+    or rows (k, nv)), the lower Cholesky factor of M (``jaxsim.linalg.cho_factor``) and
+    the contact-free next velocity; with ``equalities`` (``equality.Elimination``)
+    ``M^-1`` is the constrained inverse inertia ``W`` (``v_free`` then already holds
+    them)."""
     J = jac.reshape(-1, jac.shape[-1])
     minv_jt = linalg.cho_solve(mass_factor, J.T)
     if equalities is not None:

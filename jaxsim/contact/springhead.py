@@ -1,4 +1,4 @@
-"""Springhead's contact model (SPEC section 4, seed 002): constraints at the corners of
+"""Springhead's impact/resting contact model: constraints at the corners of
 the contact polygon, restitution for impacts, depth correction for resting contact,
 static/kinetic friction boxes.
 
@@ -175,5 +175,5 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
 
 
 register(ContactModel("springhead", SpringheadParams, init, solve,
-                      "Springhead: polygon corners, restitution, depth tolerance, friction boxes (seed 002)",
+                      "Springhead: polygon corners, restitution, depth tolerance, friction boxes",
                       collision="polygon", slot_rows=3, friction_blend="mean", default_restitution=0.4))

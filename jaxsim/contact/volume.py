@@ -1,5 +1,6 @@
-"""The contact-volume model (SPEC section 3, seed 000): one wrench per intersection
-volume, applied at a centre of pressure inside the volume's cross-section.
+"""The contact-volume model (after Wakisaka and Sugihara's contact-volume paper): one
+wrench per intersection volume, applied at a centre of pressure inside the volume's
+cross-section.
 
 Slots: ``collision="volume"`` (one slot per polyhedral pair at the volume's centroid,
 ``Contacts.volume`` its polyhedron) with 6 rows each (force, then torque about the
@@ -8,7 +9,7 @@ solved in the same QP as point contacts (force only, at the point).
 
 Per volume:
 
-1. Target twist. ``collision/moments.py`` gives the seed's least-squares moments
+1. Target twist. ``collision/moments.py`` gives the paper's least-squares moments
    ``Q`` and ``c`` of the volume (every point of the contact plane inside the volume
    asked to separate at ``k h``, ``h`` its depth); the twist that fits them best is
    ``v* = -k Q^-1 c`` (``moments.fit_twist``, closed form; relative twist of geom2 to
@@ -21,7 +22,7 @@ Per volume:
    normal part at ``r = slot point + theta`` (theta in the contact plane), and a
    torsion ``tau`` about the normal, ``|tau| <= mu f_n rho`` (``rho``:
    ``torsion_radius`` of the cross-section; the bound from the previous round's
-   ``f_n``): the slot's 6 rows carry ``[f; r x f_n + tau n]``. The seed's wrench is
+   ``f_n``): the slot's 6 rows carry ``[f; r x f_n + tau n]``. The paper's wrench is
    ``[f; r x f]`` with no torsion: a pure spin then has nothing to stop it (a cube
    spun at 3 rad/s on the floor kept 0.154 rad/s for ever), and letting the
    friction's lever ``r x f_t`` brake it instead drove the centre to the face's
@@ -30,15 +31,16 @@ Per volume:
    face's) and the slip that picks the friction mode counts ``rho |omega_n|``. Friction:
    the static cone ``mu_s`` while the slot point slips slower than ``opt.slip_speed``,
    the kinetic ``mu_k`` above it, with De Saxce's shift, as in the point model;
-   and, as SPEC 2 has it, a slot that ended the last step sliding on its kinetic
-   cone stays kinetic until a solve stops it inside that cone (``VolumeCarry.
-   slipping``). Without that, a face slowing through ``slip_speed`` got the static
-   cone for its last steps: friction rose from ``mu_k`` to ``mu_s`` and the centre
-   of pressure of SPEC 3's sliding cube went from 15 to 38 mm before rest (23 mm in
-   one step), where Coulomb's answer falls from 15 mm to 0. With ``mu_s``
-   throughout, the 15-degree cube of SPEC 3, sliding at 0.5 m/s as its face slapped
-   down, was tripped onto its leading edge and rocked up 11 degrees.
-3. Solve (the seed's alternation), ``alternations`` rounds. The shared QP is
+   and, as in the relaxed point-contact paper, a slot that ended the last step
+   sliding on its kinetic cone stays kinetic until a solve stops it inside that cone
+   (``VolumeCarry.slipping``). Without that, a face slowing through ``slip_speed``
+   got the static cone for its last steps: friction rose from ``mu_k`` to ``mu_s``
+   and the centre of pressure of the paper's second cube scene (turned 15 degrees
+   about x, landing on its face and sliding) went from 15 to 38 mm before rest (23 mm
+   in one step), where Coulomb's answer falls from 15 mm to 0. With ``mu_s``
+   throughout, the same cube, sliding at 0.5 m/s as its face slapped down, was
+   tripped onto its leading edge and rocked up 11 degrees.
+3. Solve (the paper's alternation), ``alternations`` rounds. The shared QP is
    ``min 1/2 x^T (A + R) x + x^T (b - v*)`` over the rows ``x = G(theta) y`` (``y``
    the forces, torsions and generic rows' impulses; ``R`` the relaxation, ``lambda``
    times the diagonal of ``A``). The first round solves it with each normal force's
@@ -53,17 +55,17 @@ Per volume:
    stays in the box). Each round also updates the
    friction mode and De Saxce's shift ``mu |v_t|`` on the normal target from the
    slip it left (the cone QP alone would lift a sliding body at that speed), as the
-   point model does. Two rounds by default. The seed's plain alternation (thetas
+   point model does. Two rounds by default. The paper's plain alternation (thetas
    for the last step's forces, then forces at them) converges slowly where the
-   forces change within a step: in the step that stops SPEC 3's sliding cube two
-   rounds left the centre 12.9 mm ahead where twenty converge to 9.3 mm (Coulomb's
+   forces change within a step: in the step that stops that cube's slide two rounds
+   left the centre 12.9 mm ahead where twenty converge to 9.3 mm (Coulomb's
    answer for that step's friction); the difference tipped the cube by 0.001 deg,
    which rang out over 5 steps up to 4 mm behind the centre. The free first round
    gives Coulomb's sequence there, and the centre stays within 0.1 mm of the centre
    of mass once the cube rests.
 
 The QP is the Gauss form that jaxsim's point model and generic rows use (the kinetic
-metric ``A``), not the seed's ``A^T Q A``: the seed's ``Q`` weighting enters through
+metric ``A``), not the paper's ``A^T Q A``: the paper's ``Q`` weighting enters through
 the target twist it fits, joint limits and point slots share the same solve without
 mixing units, and ``A + R`` is as well conditioned as the point model's problem.
 
@@ -360,5 +362,5 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
 
 
 register(ContactModel("volume", VolumeParams, init, solve,
-                      "one wrench per intersection volume, centre of pressure in its cross-section (seed 000)",
+                      "one wrench per intersection volume, centre of pressure in its cross-section",
                       collision="volume", slot_rows=6))
