@@ -52,9 +52,9 @@ settling on either side; every timed call restarts from those states, so each on
 pays for contact being established. ``NAME`` may carry a contact model
 (``cube:volume@fresh``).
 ``SCENE:cone/exact``, ``SCENE:cone/anitescu-tasora`` and ``SCENE:cone/nakaoka`` time
-the cone model (seed 004) with each friction model on the same three scenes; the
-iteration column counts exact Coulomb's sweeps, the cone QP's iterations or
-Nakaoka's fixed sweeps.
+the cone model (Kikuuwe & Brogliato's friction formulations) with each friction model
+on the same three scenes; the iteration column counts exact Coulomb's sweeps, the
+cone QP's iterations or Nakaoka's fixed sweeps.
 
 boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots).
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all

@@ -65,7 +65,7 @@ Cases:
             (``body_mass``) and the damping of the shoulder pan, shoulder lift and
             elbow joints (``dof_damping``). Observed: q (arm and object) and the
             elbow, wrist, fingertip and object frames. 10 segments of 0.25 s.
-  c  quad   seed 001's quadruped (``jaxsim.scenes.quadruped``, implicit servos,
+  c  quad   the implicit-PD quadruped (``jaxsim.scenes.quadruped``, implicit servos,
             dt 10 ms) standing for 0.3 s, then walking (``quadruped.gait_ctrl``, a
             larger and faster stride than the default) on a slippery floor. Fitted:
             the trunk's mass (the front and rear trunk bodies, one parameter each) and

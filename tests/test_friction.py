@@ -1,6 +1,7 @@
-"""Friction formulations (seed 004, SPEC section 6): ``jaxsim.solver.friction.solve``
-on random local problems, and the ``contact="cone"`` model on box scenes whose answers
-are analytic (sliding distance, incline, the Baumgarte-like decay of a penetration).
+"""Kikuuwe & Brogliato's friction formulations (SPEC section 6):
+``jaxsim.solver.friction.solve`` on random local problems, and the ``contact="cone"``
+model on box scenes whose answers are analytic (sliding distance, incline, the
+Baumgarte-like decay of a penetration).
 Float64; the exact model's box scenes run as one batch (one compile: gravity,
 friction, zeta and delta are Model arrays). The robustness checks of every friction
 model are in ``test_robustness.py``."""

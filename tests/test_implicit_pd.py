@@ -1,4 +1,4 @@
-"""Implicit PD (SPEC section 5, seed 001): a position servo evaluated at the step's end,
+"""Implicit PD (SPEC section 5): a position servo evaluated at the step's end,
 solved as a soft constraint row by every contact model (float64).
 
 One hinge (inertia 0.2 kg m^2 about its axis, no gravity) driven by a position servo

@@ -1,8 +1,8 @@
-"""Seed 001's quadruped (``jaxsim.quadruped``): the MJCF asset is the builder's robot
-(MuJoCo's dynamics of it against jaxsim's, float64), and with implicit PD it stands
-10 s and walks 10 s at dt = 50 ms where explicit PD diverges (float32, as users run
-it). The long sweeps (dt = 50, 20, 10, 1 ms, MuJoCo beside it) are
-``experiments/seed001_quadruped.py``."""
+"""The implicit-PD quadruped (``jaxsim.quadruped``): the MJCF asset is the builder's
+robot (MuJoCo's dynamics of it against jaxsim's, float64), and with implicit PD it
+stands 10 s and walks 10 s at dt = 50 ms where explicit PD diverges (float32, as users
+run it). The long sweeps (dt = 50, 20, 10, 1 ms, MuJoCo beside it) are
+``experiments/implicit_pd_quadruped.py``."""
 
 import jax
 import jax.numpy as jnp
@@ -89,7 +89,7 @@ def test_stands_and_walks_at_50ms_where_explicit_pd_diverges():
     assert np.all(np.abs(z[:200] - quadruped.HEIGHT) < 0.02)
     assert depth.max() < 0.01
     assert float(traj.q[-1, 0]) > float(traj.q[199, 0])  # the walk goes forward
-    explicit = scenes.quadruped(0.05, implicit_pd=False)  # expected to diverge (seed 001's point)
+    explicit = scenes.quadruped(0.05, implicit_pd=False)  # expected to diverge (implicit PD's point)
     final, _ = _rollout(explicit, jnp.zeros((CHUNK, explicit.nu)))
     assert bool(final.nonfinite) or float(jnp.max(jnp.abs(final.v))) > 1e3
 

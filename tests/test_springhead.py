@@ -1,4 +1,4 @@
-"""Springhead's contact model (``contact="springhead"``, seed 002, SPEC section 4):
+"""Springhead's contact model (``contact="springhead"``, SPEC section 4):
 restitution against the impact threshold, rigid-impact spin, resting at the contact
 tolerance, the correction rate, the static/kinetic friction switch, the Gauss-Seidel
 solver against the QP, and gradients. Float64; the box cases run as one batch (one

@@ -1,7 +1,8 @@
-"""The contact-volume model (``contact="volume"``, seed 000) in scenes: a resting cube
-(weight, centre of pressure under the centre of mass, height, drift), a cube half over
-an edge (balanced inside the overlap, or tipping), SPEC section 3's two scenes, a
-mixed scene where a ball keeps its point contact in the same solve, and gradients."""
+"""Wakisaka & Sugihara's contact-volume model (``contact="volume"``) in scenes: a
+resting cube (weight, centre of pressure under the centre of mass, height, drift), a
+cube half over an edge (balanced inside the overlap, or tipping), SPEC section 3's two
+scenes, a mixed scene where a ball keeps its point contact in the same solve, and
+gradients."""
 
 import jax
 import jax.numpy as jnp
@@ -60,7 +61,8 @@ def _run(model, steps):
     return _ROLLOUT(model, jaxsim.make_state(model), jnp.zeros((steps, model.nu)))
 
 
-# SPEC 3's scenes (also experiments/seed000_cube.py): (degrees about x, y), drop height
+# the contact-volume model's two cube scenes (SPEC 3; also
+# experiments/volume_cube_scenes.py): (degrees about x, y), drop height
 SCENES = {"edge": ((-15, -15), 0.4), "face": ((15, 0), 0.2)}
 METHODS = {"volume": dict(contact="volume"), "vertices": dict(contact="relaxed", edge_contacts=False)}
 DT, SETTLED = 1e-3, 1.0  # s
@@ -79,7 +81,7 @@ def rotation(quat: np.ndarray) -> np.ndarray:
 def slab_start(angles=SCENES["edge"][0], height=SCENES["edge"][1], beyond=0.01):
     """SPEC 3's first scene over the slab's edge: the cube's lowest corner ``beyond``
     (m) past the edge, its centre of mass over the slab. Its first contact is then one
-    of its edges across the slab's edge (the seed's edge-to-edge contact): no vertex
+    of its edges across the slab's edge (the contact-volume model's edge-to-edge contact): no vertex
     of either box is inside the other."""
     quat = spec_quat(*angles)
     corners = np.array([[x, y, z] for x in (-A, A) for y in (-A, A) for z in (-A, A)]) @ rotation(quat).T
@@ -230,12 +232,12 @@ def test_spec_scenes_edge_and_face_landing():
     vertices: the edge landing stays within 5 mm of the floor under ``volume``; in the
     face landing the mean normal force once settled (t >= 1 s) agrees with the point
     model's within 5 %. Deepest penetrations and the CoP's largest step-to-step jump
-    once the face is down are printed for both (experiments/seed000_cube.py plots them).
+    once the face is down are printed for both (experiments/volume_cube_scenes.py plots them).
     That jump is not below 2 mm for either: a rigid cube's centre of pressure jumps
     when its last edge slaps down and when the slide stops (Coulomb's friction torque
     vanishes). Within those phases, the volume's centre of pressure moves by less
     than 2 mm a step while the face slides, and jumps less than the vertex contacts'
-    around the stop (the seed's "gentler oscillation before rest"), by less than
+    around the stop (Wakisaka & Sugihara's "gentler oscillation before rest"), by less than
     Coulomb's own drop there (mu_k times the half size), and once stopped its centre
     of pressure stays within 1 mm of the centre of mass.
     On a plane the vertex contacts stop the edge too (its ends are vertices); the

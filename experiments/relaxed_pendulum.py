@@ -1,5 +1,5 @@
-"""Seed 003's n-link pendulum (SPEC section 2): relaxed point contacts vs the plain
-rigid ("macroscopic") method.
+"""The n-link pendulum of Wakisaka & Sugihara's relaxed point contacts: relaxed point
+contacts vs the plain rigid ("macroscopic") method.
 
 The chain of ``scenes.pendulum(n, floor=True)`` (4 x 10 x 4 cm links of 0.3 kg, ground
 mu_k = 0.4, mu_s = 1.0) starts straight, raised 60 degrees above the ground, falls and
@@ -7,14 +7,17 @@ comes to rest lying on it. For each method this script simulates 5 s at dt = 1 m
 float64 and records
 
   * the normal forces of the tip link's four ground contacts over time (the paper's
-    figures 5 and 6): ``experiments/results/seed003_pendulum.png``;
+    figures 5 and 6): ``experiments/results/relaxed_pendulum.png``;
   * wall time of the 5 simulated seconds (compiled, excluding compilation; best of 3)
     next to the paper's table (C on an i7-2720QM, 2011): relaxed 31.3 s, rigid 6.9 s;
   * the spread of the tip's four normal forces over the last second, QP iterations
     (mean / max per step), energy rise above its initial value, final speed.
 
-Run from the repository root: ``python experiments/seed003_pendulum.py [--links 6]``.
-Results go to ``experiments/results/seed003_pendulum.json`` and the PNG.
+Run from the repository root: ``python experiments/relaxed_pendulum.py [--links 6]``.
+Results go to ``experiments/results/relaxed_pendulum.json`` and the PNG. The
+documentation pages (``docs/pages/contact/relaxed.md`` and ``rigid.md``) show a copy
+of the PNG, ``docs/pages/images/relaxed_pendulum_forces.png``; this script does not
+write there: copy the new PNG over it after a rerun.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from jaxsim.kinematics import forward_kinematics  # noqa: E402
 from benchutil import machine_info  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-PAPER_WALL_S = {"relaxed": 31.3, "rigid": 6.9}  # seed 003, table 1, dt = 1 ms
+PAPER_WALL_S = {"relaxed": 31.3, "rigid": 6.9}  # Wakisaka & Sugihara's table 1, dt = 1 ms
 
 
 def simulate(n: int, method: str, seconds: float, repeats: int = 3) -> dict:
@@ -99,7 +102,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--links", type=int, default=6)
     p.add_argument("--seconds", type=float, default=5.0)
-    p.add_argument("--out", default=os.path.join(RESULTS, "seed003_pendulum.json"))
+    p.add_argument("--out", default=os.path.join(RESULTS, "relaxed_pendulum.json"))
     a = p.parse_args()
     results = [simulate(a.links, m, a.seconds) for m in ("relaxed", "rigid")]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

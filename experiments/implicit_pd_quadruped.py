@@ -1,5 +1,5 @@
-"""Seed 001's quadruped: implicit vs explicit PD at dt = 50, 20, 10 and 1 ms, beside
-MuJoCo (implicitfast) on the same MJCF, in one run.
+"""Implicit PD on the quadruped: implicit vs explicit PD servos at dt = 50, 20, 10 and
+1 ms, beside MuJoCo (implicitfast) on the same MJCF, in one run.
 
 For each dt and each PD law, 10 s of standing then 10 s of the walk
 (``jaxsim.quadruped.gait_ctrl``) from the standing pose, float32, batch 1: whether it
@@ -11,9 +11,12 @@ same 20 s from ``jaxsim/assets/quadruped.xml`` at each dt with ``implicitfast``
 
 Run (from the repository root):
 
-    python experiments/seed001_quadruped.py [--out experiments/results/seed001_quadruped.json]
+    python experiments/implicit_pd_quadruped.py [--out experiments/results/implicit_pd_quadruped.json]
 
-Writes the JSON, a PNG (trunk height and energy over time) and prints a table.
+Writes the JSON, a PNG beside it (``implicit_pd_quadruped.png``: trunk height and energy
+over time) and prints a table. The documentation page (``docs/pages/constraints.md``)
+shows a copy of the PNG, ``docs/pages/images/implicit_pd_quadruped.png``; this script
+does not write there: copy the new PNG over it after a rerun.
 """
 
 from __future__ import annotations
@@ -117,7 +120,7 @@ def batch_throughput(batch: int = 1024, steps: int = 20) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default=os.path.join(RESULTS, "seed001_quadruped.json"))
+    p.add_argument("--out", default=os.path.join(RESULTS, "implicit_pd_quadruped.json"))
     p.add_argument("--batch", type=int, default=1024)
     a = p.parse_args()
     rows = []

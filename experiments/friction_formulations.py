@@ -1,4 +1,4 @@
-"""Seed 004's three friction formulations side by side (``contact="cone"``,
+"""Kikuuwe & Brogliato's three friction formulations side by side (``contact="cone"``,
 ``solver`` exact / anitescu-tasora / nakaoka) on the same scenes:
 
   slide        a 0.1 m cube sliding at 1 m/s on the floor, mu 0.5 (dt 1 ms, 0.4 s):
@@ -16,7 +16,11 @@ steps/s of one env (jit, float64, CPU; compile excluded) and the scene's physica
 check. Writes a JSON table and a PNG of the residual over time. Run from the
 repository root:
 
-    python experiments/seed004_friction.py [--out experiments/results/seed004_friction.json]
+    python experiments/friction_formulations.py [--out experiments/results/friction_formulations.json]
+
+The documentation page (``docs/pages/contact/cone.md``) shows a copy of the PNG,
+``docs/pages/images/cone_friction_residuals.png``; this script does not write there:
+copy the new PNG over it after a rerun.
 """
 
 from __future__ import annotations
@@ -138,7 +142,7 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default=os.path.join(RESULTS, "seed004_friction.json"))
+    p.add_argument("--out", default=os.path.join(RESULTS, "friction_formulations.json"))
     p.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
     a = p.parse_args()
     rows = []

@@ -1,12 +1,13 @@
-"""SPEC section 3's two cube scenes (seed 000 section 4), contact volume against point
-contact at the vertices, float64:
+"""The two cube scenes of Wakisaka & Sugihara's contact-volume model (their section 4):
+the contact volume against point contact at the vertices, float64:
 
   edge    0.1 m, 0.5 kg cube turned -15 deg about x and y, dropped from 0.4 m
   face    the same cube turned 15 deg about x, dropped from 0.2 m
   slab    the edge scene over the edge of a floor slab (a 0.4 x 0.4 x 0.2 m box, top
           at z = 0): the cube's lowest corner 1 cm past the slab's edge, its centre
           of mass over the slab, so that it lands with one of its edges across the
-          slab's edge (the seed's edge-to-edge contact, which no vertex sees)
+          slab's edge (the edge-to-edge contact of the contact-volume model, which
+          no vertex sees)
 
 dt 1 ms, 1.5 s, mu_s 0.5 and mu_k 0.3 on both geoms. Methods: ``contact="volume"``
 and ``contact="relaxed"`` with ``edge_contacts=False`` (point contacts at the vertices
@@ -19,19 +20,23 @@ only; a cube on a plane has no others anyway). Per step:
   * centre of pressure y, from the cube's centre: the volume's own
     (``ContactForces.cop_w``); for points the normal-force-weighted mean of the points.
 
-Writes ``experiments/results/seed000_cube.png`` (penetration, normal force and CoP y
-over time, both scenes) and ``seed000_cube.json``, and prints the table: deepest
-penetration, the mean normal force over the settled phase (t >= 1 s) against m g, and
-the largest step-to-step jump of the CoP's y once the face is down for good (tilt
-below 0.5 deg from then on), how many jumps exceed 2 mm, the CoP's mean y while
-the face slides (Coulomb: mu_k times the half size ahead of the centre), and the
-largest jump within two phases of that: the slide (20 ms after the face is down to
+Writes ``experiments/results/volume_cube_scenes.png`` (penetration, normal force and
+CoP y over time, all three scenes) and ``volume_cube_scenes.json``, and prints the
+table: deepest penetration, the mean normal force over the settled phase (t >= 1 s)
+against m g, and the largest step-to-step jump of the CoP's y once the face is down
+for good (tilt below 0.5 deg from then on), how many jumps exceed 2 mm, the CoP's mean
+y while the face slides (Coulomb: mu_k times the half size ahead of the centre), and
+the largest jump within two phases of that: the slide (20 ms after the face is down to
 5 ms before the stop) and the stop (5 ms before to 20 ms after the cube first moves
 slower than 1 mm/s), where Coulomb's own CoP falls from mu_k times the half size to 0,
 and the CoP's largest distance from the centre over the 20 ms from the second step
 after that one (Coulomb: 0 at rest; what is left rings before rest).
 
-    python experiments/seed000_cube.py
+    python experiments/volume_cube_scenes.py
+
+The documentation page (``docs/pages/contact/volume.md``) shows a copy of the PNG,
+``docs/pages/images/volume_cube_scenes.png``; this script does not write there: copy
+the new PNG over it after a rerun.
 """
 
 from __future__ import annotations
@@ -99,10 +104,10 @@ def main() -> int:
         ratio = results[f"{scene}/volume"]["settled_normal_force"] / results[f"{scene}/vertices"]["settled_normal_force"]
         print(f"{scene}: settled normal force volume / vertices = {ratio:.4f}")
         results[f"{scene}/force_ratio"] = ratio
-    _plot(traces, os.path.join(OUT, "seed000_cube.png"))
-    with open(os.path.join(OUT, "seed000_cube.json"), "w") as f:
+    _plot(traces, os.path.join(OUT, "volume_cube_scenes.png"))
+    with open(os.path.join(OUT, "volume_cube_scenes.json"), "w") as f:
         json.dump(results, f, indent=1)
-    print("wrote", os.path.join(OUT, "seed000_cube.png"), "and seed000_cube.json")
+    print("wrote", os.path.join(OUT, "volume_cube_scenes.png"), "and volume_cube_scenes.json")
     return 0
 
 
