@@ -19,22 +19,6 @@ use_fast_cpu_compile()
 use_fast_cpu_compile(flags=("--xla_backend_optimization_level=1",))
 jax.config.update("jax_enable_x64", True)
 
-# Test modules whose tests share compiled programs (``rollout_in_chunks``, jitted steps
-# of one model) or module fixtures: each runs on one xdist worker (``--dist
-# loadgroup``), so that the programs are compiled once, not once per worker
-SHARED_PROGRAMS = ("test_contact.py", "test_transforms.py", "test_volume_model.py", "test_springhead.py",
-                   "test_quadruped.py", "test_viewer.py", "test_friction.py", "test_plots.py", "test_equality.py")
-# started first, so that no long test is left for the end while the other worker idles
-LONGEST = ("test_robustness.py", "test_notebooks.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.name in SHARED_PROGRAMS:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
-    items.sort(key=lambda item: item.path.name not in LONGEST)  # stable: the order within stays
-
-
 # Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves
 # its compiled programs in JAX's caches, about 1,600 mappings for a rollout gradient,
 # and one compile can need 14,000 more while it runs; an xdist worker that has run a
