@@ -2,6 +2,7 @@
 compile (``jaxsim.xla_flags``), model file lists, and compiled code released before a
 worker runs out of memory mappings."""
 
+import functools
 import gc
 import os
 import weakref
@@ -118,24 +119,23 @@ URDF_ROBOTS = {  # id: (path under example_robot_data_dir(), compile_urdf option
 ROLLOUT_CHUNK = 100  # steps per compiled rollout piece
 
 
-def rollout_in_chunks(model, state, ctrls):
-    """``jax.jit(jaxsim.rollout)(model, state, ctrls)`` run as consecutive pieces of
-    ``ROLLOUT_CHUNK`` steps (when the length is a multiple of it): the same states, but
-    one compiled program per model structure instead of one per rollout length, shared
-    by every test of a worker that rolls out a Model of that structure."""
+@functools.cache
+def _jitted_rollout():
     import jaxsim
 
-    if "rollout" not in _PROGRAMS:
-        _PROGRAMS["rollout"] = jax.jit(jaxsim.rollout)
-    roll = _PROGRAMS["rollout"]
-    steps = ctrls.shape[0]
-    if steps % ROLLOUT_CHUNK or steps == ROLLOUT_CHUNK:
+    return jax.jit(jaxsim.rollout)
+
+
+def rollout_in_chunks(model, state, ctrls, chunk=ROLLOUT_CHUNK):
+    """``jax.jit(jaxsim.rollout)(model, state, ctrls)`` run as consecutive pieces of
+    ``chunk`` steps (when the length is a multiple of it): the same states, but one
+    compiled program per model structure instead of one per rollout length, shared by
+    every test of a worker that rolls out a Model of that structure."""
+    roll, steps = _jitted_rollout(), ctrls.shape[0]
+    if steps % chunk or steps == chunk:
         return roll(model, state, ctrls)
     pieces = []
-    for k in range(0, steps, ROLLOUT_CHUNK):
-        state, traj = roll(model, state, ctrls[k:k + ROLLOUT_CHUNK])
+    for k in range(0, steps, chunk):
+        state, traj = roll(model, state, ctrls[k:k + chunk])
         pieces.append(traj)
     return state, jax.tree.map(lambda *a: jax.numpy.concatenate(a), *pieces)
-
-
-_PROGRAMS = {}

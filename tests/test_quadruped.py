@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from conftest import rollout_in_chunks
 from jaxsim import quadruped, scenes
 from jaxsim.io import from_mjmodel
 from jaxsim.types import JointType
@@ -17,16 +18,11 @@ from jaxsim.types import JointType
 mujoco = pytest.importorskip("mujoco")
 
 CHUNK = 40  # steps per rollout call: every rollout of a PD law shares one compile
-_ROLL = jax.jit(jaxsim.rollout)
 
 
 def _rollout(model, ctrls):
     """(final State, trajectory) of ``ctrls`` (T, nu), T a multiple of CHUNK."""
-    state, parts = jaxsim.make_state(model), []
-    for k in range(0, len(ctrls), CHUNK):
-        state, traj = _ROLL(model, state, ctrls[k:k + CHUNK])
-        parts.append(traj)
-    return state, jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
+    return rollout_in_chunks(model, jaxsim.make_state(model), ctrls, CHUNK)
 
 
 def _joint_angles(model, q):
