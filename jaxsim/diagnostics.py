@@ -84,33 +84,49 @@ def _axes(s: Shape) -> tuple[Array, Array]:
     return z, z
 
 
-def _shape(model: Model, kin: Kinematics, g: int) -> Shape:
-    kind = G(model.topo.geom_type[g])
-    vert = mask = None
-    if kind == G.CONVEX:
-        m = model.topo.geom_mesh[g]
-        nv = model.topo.mesh_nvert[m]
-        vert = kin.geom_pos_w[g] + model.mesh_vert[m, :nv] @ kin.geom_rot_w[g].T
-        mask = jnp.ones((nv,), bool)
-    return Shape(int(kind), kin.geom_pos_w[g], kin.geom_rot_w[g], model.geom_size[g], vert, mask)
+class _Kind(NamedTuple):
+    """What a geom's support function and candidate axes need to know statically: its
+    type and, for a mesh, its vertex, face and edge counts."""
+
+    kind: int
+    nvert: int = 0
+    nface: int = 0
+    nedge: int = 0
 
 
-def _mesh_axes(model: Model, kin: Kinematics, g: int) -> tuple[Array, Array]:
+def _kind(model: Model, g: int) -> _Kind:
+    kind = int(model.topo.geom_type[g])
+    if kind != G.CONVEX:
+        return _Kind(kind)
     m = model.topo.geom_mesh[g]
-    nv, nf, ne = model.topo.mesh_nvert[m], model.topo.mesh_nface[m], model.topo.mesh_nedge[m]
-    vert = model.mesh_vert[m, :nv] @ kin.geom_rot_w[g].T
-    face, edge = model.mesh_face[m, :nf], model.mesh_edge[m, :ne]
+    return _Kind(kind, model.topo.mesh_nvert[m], model.topo.mesh_nface[m], model.topo.mesh_nedge[m])
+
+
+def _shape(model: Model, kin: Kinematics, g: Array, k: _Kind) -> Shape:
+    """Geom ``g`` (a traced index, of static kind ``k``) in world coordinates."""
+    vert = mask = None
+    if k.kind == G.CONVEX:
+        m = jnp.asarray(model.topo.geom_mesh)[g]
+        vert = kin.geom_pos_w[g] + model.mesh_vert[m, :k.nvert] @ kin.geom_rot_w[g].T
+        mask = jnp.ones((k.nvert,), bool)
+    return Shape(k.kind, kin.geom_pos_w[g], kin.geom_rot_w[g], model.geom_size[g], vert, mask)
+
+
+def _mesh_axes(model: Model, kin: Kinematics, g: Array, k: _Kind) -> tuple[Array, Array]:
+    m = jnp.asarray(model.topo.geom_mesh)[g]
+    vert = model.mesh_vert[m, :k.nvert] @ kin.geom_rot_w[g].T
+    face, edge = model.mesh_face[m, :k.nface], model.mesh_edge[m, :k.nedge]
     normal = math.normalize(jnp.cross(vert[face[:, 1]] - vert[face[:, 0]], vert[face[:, 2]] - vert[face[:, 0]]))
     return normal, math.normalize(vert[edge[:, 1]] - vert[edge[:, 0]])
 
 
-def _candidates(model, kin, g1: int, g2: int, a: Shape, b: Shape, sphere: Array) -> Array:
-    def axes(g, s):
-        if s.kind == G.CONVEX:
-            return _mesh_axes(model, kin, g)
+def _candidates(model, kin, g1, g2, k1: _Kind, k2: _Kind, a: Shape, b: Shape, sphere: Array) -> Array:
+    def axes(g, k, s):
+        if k.kind == G.CONVEX:
+            return _mesh_axes(model, kin, g, k)
         return _axes(s)
-    fa, ea = axes(g1, a)
-    fb, eb = axes(g2, b)
+    fa, ea = axes(g1, k1, a)
+    fb, eb = axes(g2, k2, b)
     cross = jnp.cross(ea[:, None], eb[None]).reshape(-1, 3)
     d = b.center - a.center
     # the centre line, and its parts normal to each shape's edge / axis directions
@@ -142,12 +158,13 @@ def _refine(a: Shape, b: Shape, u: Array, rounds: int = 24, samples: int = 24) -
     return best
 
 
-def _pair_depth(model: Model, kin: Kinematics, g1: int, g2: int, sphere: Array) -> Array:
-    a, b = _shape(model, kin, g1), _shape(model, kin, g2)
-    if a.kind == G.PLANE:
+def _pair_depth(model: Model, kin: Kinematics, g1: Array, g2: Array, k1: _Kind, k2: _Kind,
+                sphere: Array) -> Array:
+    a, b = _shape(model, kin, g1, k1), _shape(model, kin, g2, k2)
+    if k1.kind == G.PLANE:
         n = kin.geom_rot_w[g1][:, 2]
         return n @ kin.geom_pos_w[g1] + support(b, -n)
-    dirs, ok = _candidates(model, kin, g1, g2, a, b, sphere)
+    dirs, ok = _candidates(model, kin, g1, g2, k1, k2, a, b, sphere)
     val = jnp.where(ok, _overlap(a, b, dirs), jnp.inf)
     i = jnp.argmin(val)
     return jnp.minimum(val[i], _refine(a, b, dirs[i]))
@@ -168,16 +185,24 @@ def _sphere_dirs(n: int) -> np.ndarray:
 
 def penetration(model: Model, kin: Kinematics, ndir: int = 256) -> Array:
     """(npair,) m, how deep each collidable pair (``pair_geoms`` order) overlaps; < 0:
-    apart (then only a bound on the gap). Height fields are not measured (0)."""
+    apart (then only a bound on the gap). Height fields are not measured (0).
+
+    Pairs of the same kinds are measured together under one ``vmap``, so the program
+    grows with the number of pair kinds, not of pairs."""
     sphere = jnp.asarray(_sphere_dirs(ndir), kin.geom_pos_w.dtype)
-    out = []
-    for g1, g2 in zip(*pair_geoms(model)):
-        kinds = (model.topo.geom_type[g1], model.topo.geom_type[g2])
-        if G.HFIELD in kinds:
-            out.append(jnp.zeros((), kin.geom_pos_w.dtype))
-        else:
-            out.append(_pair_depth(model, kin, int(g1), int(g2), sphere))
-    return jnp.stack(out) if out else jnp.zeros((0,), kin.geom_pos_w.dtype)
+    geom1, geom2 = pair_geoms(model)
+    out = jnp.zeros((len(geom1),), kin.geom_pos_w.dtype)
+    by_kind: dict[tuple[_Kind, _Kind], list[int]] = {}
+    for i, (g1, g2) in enumerate(zip(geom1, geom2)):
+        by_kind.setdefault((_kind(model, int(g1)), _kind(model, int(g2))), []).append(i)
+    for (k1, k2), idx in by_kind.items():
+        if G.HFIELD in (k1.kind, k2.kind):
+            continue
+        idx = np.asarray(idx)
+        depth = jax.vmap(lambda g1, g2: _pair_depth(model, kin, g1, g2, k1, k2, sphere))(
+            jnp.asarray(geom1[idx]), jnp.asarray(geom2[idx]))
+        out = out.at[idx].set(depth)
+    return out
 
 
 def shape_size(model: Model) -> Array:

@@ -30,11 +30,13 @@ EVERY = 2  # health checked every 2 steps
 def run(kind: str, arg: str = "") -> dict:
     """Run ``kind`` in a float32 process and return its results."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
-    # these runs are thousands of steps long: XLA's optimizing level, not the suite's
-    # fast-compiling one (conftest), pays off here
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(
-        ("--xla_backend_optimization_level", "--xla_llvm_disable_expensive_passes"))]
-    env["XLA_FLAGS"] = " ".join(flags + ["--xla_backend_optimization_level=1"])
+    if kind == "random":
+        # batches of scenes for thousands of steps: XLA's optimizing level, not the
+        # suite's fast-compiling one (conftest), pays off here (the single-scene runs
+        # are faster at the suite's level)
+        flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(
+            ("--xla_backend_optimization_level", "--xla_llvm_disable_expensive_passes"))]
+        env["XLA_FLAGS"] = " ".join(flags + ["--xla_backend_optimization_level=1"])
     out = subprocess.run([sys.executable, os.path.abspath(__file__), kind, arg], env=env,
                          capture_output=True, text=True, timeout=900)
     if out.returncode != 0:

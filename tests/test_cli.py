@@ -51,9 +51,11 @@ def run_cli(*args, cwd=None, env=None):
 
 def test_simulate_ant_writes_the_viewer(tmp_path):
     out = tmp_path / "ant.html"
-    # three host CPU devices: the 2 envs are split over the 2 that divide the batch
+    # three host CPU devices: the 2 envs are split over the 2 that divide the batch (the
+    # suite's own XLA options kept: conftest's fast compile)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=3"
     r = run_cli("simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet",
-                env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
+                env={"XLA_FLAGS": flags.strip()})
     assert r.returncode == 0, r.stderr
     assert "ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
     assert "cpu x 2 device(s)" in r.stdout and "contact model relaxed," in r.stdout

@@ -276,13 +276,27 @@ def test_box_plane_against_mujoco():
     assert compared > 200
 
 
-def test_jit_vmap_float32_and_gradients():
-    m = scene(("low", "box", (HALF,) * 3, (0, 0, HALF - 1e-3), (1, 0, 0, 0)),
-              ("top", "box", (HALF,) * 3, (0.01, 0, 3 * HALF - 2e-3), quat_axis_angle([0, 0, 1], 0.4)))
-    fn = lambda m, q: collide(m, jaxsim.forward_kinematics(m, q))  # noqa: E731
-    eager, jitted = fn(m, m.qpos0), jax.jit(fn)(m, m.qpos0)
+def stacked_boxes():
+    return scene(("low", "box", (HALF,) * 3, (0, 0, HALF - 1e-3), (1, 0, 0, 0)),
+                 ("top", "box", (HALF,) * 3, (0.01, 0, 3 * HALF - 2e-3), quat_axis_angle([0, 0, 1], 0.4)))
+
+
+def _collide_at(m, q):
+    return collide(m, jaxsim.forward_kinematics(m, q))
+
+
+@pytest.mark.benchmark  # op-by-op dispatch compiles each of collide's ~500 operations: 15 s
+def test_eager_collide_equals_jitted():
+    m = stacked_boxes()
+    eager, jitted = _collide_at(m, m.qpos0), jax.jit(_collide_at)(m, m.qpos0)
     for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+
+
+def test_jit_vmap_float32_and_gradients():
+    m = stacked_boxes()
+    fn = _collide_at
+    jitted = jax.jit(fn)(m, m.qpos0)
     qs = m.qpos0 + 0.002 * jax.random.normal(jax.random.PRNGKey(0), (8, m.nq))
     batched = jax.jit(jax.vmap(fn, (None, 0)))(m, qs)
     for i in range(8):

@@ -95,13 +95,13 @@ def test_pendulum_scene():
     assert not bool(state.nonfinite)
     assert np.max(np.abs(np.asarray(state.v))) < 1e-3
     kin_e = jax.jit(jax.vmap(lambda q, v: sum(energy(model, forward_kinematics(model, q), v))))
-    e0 = float(sum(energy(model, forward_kinematics(model, state0.q), state0.v)))
+    e0 = float(kin_e(state0.q[None], state0.v[None])[0])
     e = np.asarray(kin_e(traj.q, traj.v))
     e_rest = e[-1]
     assert np.max(e) <= e0 + 0.01 * abs(e0 - e_rest)
     tip = model.geom_id("box5")
-    kin = forward_kinematics(model, state.q)
-    geom2 = np.asarray(jaxsim.collide(model, kin).geom2)
+    kin = jax.jit(forward_kinematics)(model, state.q)  # jitted: eager dispatch compiles op by op
+    geom2 = np.asarray(jax.jit(jaxsim.collide)(model, kin).geom2)
     on_tip = (geom2 == tip) & np.asarray(state.contact.active)
     assert on_tip.sum() == 4
     force = np.asarray(traj.contact.force_w[-1000:])[:, on_tip]  # (1000, 4, 3) the last second
@@ -132,16 +132,25 @@ def test_cube_dropped_on_edge_does_not_pass_through():
     assert np.max(np.abs(np.asarray(state.v))) < 1e-2  # settles
 
 
-def test_jit_vmap_and_model_batches():
-    model = scenes.cube(height=0.06, euler_deg=(10.0, 5.0, 0.0), dtype=jnp.float64)
-    rng = np.random.default_rng(0)
+def tilted_cube():
+    return scenes.cube(height=0.06, euler_deg=(10.0, 5.0, 0.0), dtype=jnp.float64)
+
+
+@pytest.mark.benchmark  # op-by-op dispatch compiles each of the step's ~600 operations: 25 s
+def test_eager_step_equals_jitted():
+    model = tilted_cube()
     s_touch = jaxsim.make_state(model, q=model.qpos0.at[2].set(0.056))  # a corner 1 mm deep
-    eager = jaxsim.step(model, s_touch)  # op by op: slow, so one step
-    step = jax.jit(jaxsim.step)
-    jitted = step(model, s_touch)
+    eager = jaxsim.step(model, s_touch)
+    jitted = jax.jit(jaxsim.step)(model, s_touch)
     assert int(jnp.sum(eager.contact.active)) > 0
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-10)
+
+
+def test_jit_vmap_and_model_batches():
+    model = tilted_cube()
+    rng = np.random.default_rng(0)
+    step = jax.jit(jaxsim.step)
 
     # 16 envs, each with its own initial velocity, body mass and friction: one vmap
     # over states and over a batch of models (same topology), against single runs

@@ -99,7 +99,7 @@ def contract_run(request):
         models, states = _envs(name, dtype)
         run = jax.jit(jax.vmap(lambda m, s: jaxsim.rollout(m, s, jnp.zeros((STEPS, 0), dtype))[0]))
         final = run(models, states)
-        wrench = jax.vmap(lambda m, s: jaxsim.body_contact_wrench(m, s, "cube"))(models, final)
+        wrench = jax.jit(jax.vmap(lambda m, s: jaxsim.body_contact_wrench(m, s, "cube")))(models, final)
         out[dtype] = (models, final, wrench)
     return name, out
 

@@ -80,13 +80,13 @@ def _springhead():
         b.add_geom(name, "box", (0.05, 0.05, 0.05), restitution=0.6)
     model = b.build(jnp.float64)
     v = jnp.array([0.8, 0.1, -2.0, 0.0, 1.0, 0.0, 0.0105, 0, 0, 0, 0, 0])
-    return model, jaxsim.make_state(model, v=v), 400
+    return model, jaxsim.make_state(model, v=v), 150
 
 
 def _humanoid():
     model = load_mjcf(os.path.join(gymnasium_dir(), "humanoid.xml"), dtype=jnp.float64)
     q = model.qpos0.at[2].add(-0.15)  # the feet on the floor from the start
-    return model, jaxsim.make_state(model, q=q), 60
+    return model, jaxsim.make_state(model, q=q), 25
 
 
 SCENES = {"cube": _cube, "springhead": _springhead, "humanoid": _humanoid}

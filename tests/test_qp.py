@@ -185,11 +185,15 @@ def test_compliance_equals_a_larger_diagonal():
     H, g = jnp.asarray(L @ L.T), jnp.asarray(rng.normal(size=6))
     r = jnp.asarray(rng.uniform(0.1, 1.0, 6))
     lo, up = jnp.zeros(6), jnp.full(6, jnp.inf)
-    a, _ = Q.solve(Q.QP(H, g, lo, up, jnp.zeros(0), r), jnp.zeros(6), 1e-12, max_iter=5000)
-    b, _ = Q.solve(Q.QP(H + jnp.diag(r), g, lo, up, jnp.zeros(0)), jnp.zeros(6), 1e-12, max_iter=5000)
+
+    def compliant(r):  # r as the QP's compliance
+        return Q.solve(Q.QP(H, g, lo, up, jnp.zeros(0), r), jnp.zeros(6), 1e-12, max_iter=5000)[0]
+
+    def stiffer(r):  # r added to the Hessian's diagonal
+        return Q.solve(Q.QP(H + jnp.diag(r), g, lo, up, jnp.zeros(0)), jnp.zeros(6), 1e-12, max_iter=5000)[0]
+
+    # jitted: eager dispatch would compile each operation of the loops on its own
+    (a, da), (b, db) = (jax.jit(jax.value_and_grad(lambda r: jnp.sum(f(r) ** 2)))(r) for f in (compliant, stiffer))
     np.testing.assert_allclose(a, b, atol=1e-9)
-    da = jax.grad(lambda r: jnp.sum(Q.solve(Q.QP(H, g, lo, up, jnp.zeros(0), r), jnp.zeros(6), 1e-12,
-                                             max_iter=5000)[0] ** 2))(r)
-    db = jax.grad(lambda r: jnp.sum(Q.solve(Q.QP(H + jnp.diag(r), g, lo, up, jnp.zeros(0)), jnp.zeros(6),
-                                             1e-12, max_iter=5000)[0] ** 2))(r)
+    np.testing.assert_allclose(jax.jit(compliant)(r), jax.jit(stiffer)(r), atol=1e-9)
     np.testing.assert_allclose(da, db, rtol=1e-6, atol=1e-9)

@@ -77,32 +77,29 @@ def test_check_grads_forward_dynamics(humanoid, method):
     check_grads_rev(f, (s.q, s.v, tau), atol=1e-5, rtol=1e-5)
 
 
-def test_aba_equals_crba(humanoid):
-    crba = humanoid.replace(opt=humanoid.opt.replace(forward_dynamics="crba"))
-    aba = humanoid.replace(opt=humanoid.opt.replace(forward_dynamics="aba"))
-    states = jax.vmap(lambda k: random_state(humanoid, k, scale=1.0))(
-        jax.random.split(jax.random.PRNGKey(10), 5))
-    acc = jax.jit(jax.vmap(lambda m, s: jaxsim.accelerations(m, s.q, s.v, s.act, s.ctrl)[0], (None, 0)))
-    np.testing.assert_allclose(np.asarray(acc(aba, states)), np.asarray(acc(crba, states)), rtol=1e-9, atol=1e-9)
-
-
 def test_inverse_dynamics_inverts_forward(humanoid):
     s = random_state(humanoid, jax.random.PRNGKey(5))
     tau = jax.random.normal(jax.random.PRNGKey(6), (humanoid.nv,), humanoid.dtype)
-    kin = jaxsim.forward_kinematics(humanoid, s.q)
-    body_vel, _ = jaxsim.body_velocities(humanoid, kin, s.v)
-    passive = dynamics.passive_forces(humanoid, s.q, s.v, kin, body_vel)
-    qacc = jaxsim.accelerations(humanoid, s.q, s.v, s.act, jnp.zeros(humanoid.nu), tau)[0]
-    lhs = jaxsim.inverse_dynamics(humanoid, kin, s.v, qacc) + humanoid.dof_armature * qacc
-    np.testing.assert_allclose(np.asarray(lhs), np.asarray(tau + passive), rtol=1e-10, atol=1e-9)
+
+    @jax.jit  # one program: eager dispatch would compile every operation on its own
+    def both_sides(s, tau):
+        kin = jaxsim.forward_kinematics(humanoid, s.q)
+        body_vel, _ = jaxsim.body_velocities(humanoid, kin, s.v)
+        passive = dynamics.passive_forces(humanoid, s.q, s.v, kin, body_vel)
+        qacc = jaxsim.accelerations(humanoid, s.q, s.v, s.act, jnp.zeros(humanoid.nu), tau)[0]
+        return jaxsim.inverse_dynamics(humanoid, kin, s.v, qacc) + humanoid.dof_armature * qacc, tau + passive
+
+    lhs, rhs = both_sides(s, tau)
+    np.testing.assert_allclose(np.asarray(lhs), np.asarray(rhs), rtol=1e-10, atol=1e-9)
 
 
 def test_float32_matches_float64(humanoid):
     m32 = humanoid.astype(jnp.float32)
     s = random_state(humanoid, jax.random.PRNGKey(7))
-    a64 = jaxsim.accelerations(humanoid, s.q, s.v, s.act, s.ctrl)[0]
+    accelerations = jax.jit(jaxsim.accelerations)
+    a64 = accelerations(humanoid, s.q, s.v, s.act, s.ctrl)[0]
     s32 = jaxsim.cast_floats(s, jnp.float32)
-    a32 = jax.jit(jaxsim.accelerations)(m32, s32.q, s32.v, s32.act, s32.ctrl)[0]
+    a32 = accelerations(m32, s32.q, s32.v, s32.act, s32.ctrl)[0]
     assert a32.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(a32), np.asarray(a64), rtol=2e-3, atol=2e-3 * float(jnp.max(jnp.abs(a64))))
     out = jax.jit(jaxsim.step)(m32, s32)
@@ -168,14 +165,20 @@ def test_jacobians_match_mujoco():
     d.qpos[3:7] /= np.linalg.norm(d.qpos[3:7])
     mujoco.mj_kinematics(mm, d)
     mujoco.mj_comPos(mm, d)
-    kin = jaxsim.forward_kinematics(model, jnp.asarray(d.qpos))
-    for body in (1, 5, mm.nbody - 1):
-        point = d.xpos[body] + np.array([0.05, -0.02, 0.1])
+    bodies = (1, 5, mm.nbody - 1)
+    points = np.array([d.xpos[b] + np.array([0.05, -0.02, 0.1]) for b in bodies])
+
+    @jax.jit  # one program: eager dispatch would compile every operation on its own
+    def jacobians(q, points):
+        kin = jaxsim.forward_kinematics(model, q)
+        return ([jaxsim.point_jacobian(model, kin, b, p) for b, p in zip(bodies, points)],
+                [jaxsim.body_jacobian(model, kin, b) for b in bodies])
+
+    point_jacs, body_jacs = jacobians(jnp.asarray(d.qpos), jnp.asarray(points))
+    for body, point, got, jb in zip(bodies, points, point_jacs, body_jacs):
         jacp, jacr = np.zeros((3, mm.nv)), np.zeros((3, mm.nv))
         mujoco.mj_jac(mm, d, jacp, jacr, point, body)
-        got = jaxsim.point_jacobian(model, kin, body, jnp.asarray(point))
         np.testing.assert_allclose(np.asarray(got), jacp, atol=1e-12)
-        jb = jaxsim.body_jacobian(model, kin, body)
         mujoco.mj_jacBody(mm, d, jacp, jacr, body)
         np.testing.assert_allclose(np.asarray(jb[:3]), jacr, atol=1e-12)
         np.testing.assert_allclose(np.asarray(jb[3:]), jacp, atol=1e-12)
