@@ -170,12 +170,6 @@ def test_jit_vmap_and_model_batches():
     assert np.ptp(np.asarray(batched.q[:, 0])) > 0.01  # the envs differ
 
 
-def test_sliding_deceleration_follows_friction():
-    model = scenes.cube(height=0.05, friction=(0.6, 0.6), dtype=jnp.float64)
-    state, _ = run(model, jaxsim.make_state(model, v=[2.0, 0, 0, 0, 0, 0]), 100)
-    np.testing.assert_allclose(2.0 - float(state.v[0]), 0.6 * G * 0.1, rtol=0.02)
-
-
 def sliding_model():
     return scenes.cube(height=0.0499, friction=(0.5, 0.3), dtype=jnp.float64)
 
