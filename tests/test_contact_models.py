@@ -1,9 +1,9 @@
 """The constraint stage's interface: a contract every registered contact model meets
-(jit, vmap over states and models, float32 and float64, a resting and a sliding box,
-the contact-force query; the gradients of every built-in model against finite
-differences are in ``test_parameter_gradients.py``), a model registered here without touching ``step.py``,
-per-pair contact modes, penalty contacts and the force query on an incline and a
-humanoid."""
+(jit, vmap over states and models, float64 and, for the built-in models, float32, a
+resting and a sliding box, the contact-force query; the gradients of every built-in
+model against finite differences are in ``test_parameter_gradients.py``), a model
+registered here without touching ``step.py``, per-pair contact modes, penalty
+contacts and the force query on an incline and a humanoid."""
 
 import dataclasses
 
@@ -95,7 +95,8 @@ STEPS = 400  # 0.8 s
 def contract_run(request):
     name = request.param
     out = {}
-    for dtype in (jnp.float64, jnp.float32):
+    # float32 for the built-in models (the test-registered ones are about the interface)
+    for dtype in (jnp.float64,) if name in FRICTIONLESS else (jnp.float64, jnp.float32):
         models, states = _envs(name, dtype)
         run = jax.jit(jax.vmap(lambda m, s: jaxsim.rollout(m, s, jnp.zeros((STEPS, 0), dtype))[0]))
         final = run(models, states)
@@ -127,6 +128,8 @@ def test_contract_rest_slide_and_force_query(contract_run):
         else:
             assert np.abs(v[2]).max() < 1e-3
         np.testing.assert_allclose(force[2], -mass[2] * gravity[2], atol=5e-3 * mass[2] * G)
+    if name in FRICTIONLESS:
+        return
     # float32 runs the same physics
     models32, final32, (force32, _) = out[jnp.float32]
     assert final32.q.dtype == jnp.float32 and not np.any(np.asarray(final32.nonfinite))
