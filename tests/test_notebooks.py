@@ -12,9 +12,9 @@ nbformat = pytest.importorskip("nbformat")
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
-def test_the_three_notebooks_are_there_without_outputs():
+def test_the_four_notebooks_are_there_without_outputs():
     assert [p.name for p in NOTEBOOKS] == ["01_quickstart.ipynb", "02_batched_rollouts.ipynb",
-                                           "03_gradients.ipynb"]
+                                           "03_gradients.ipynb", "04_training.ipynb"]
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "code":

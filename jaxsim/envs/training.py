@@ -1,0 +1,134 @@
+"""Training the tasks with Brax's agents: tuned hyper-parameters and a ``train`` call
+that records the learning curve.
+
+``brax.training``'s agents take a jaxsim task unchanged; this module only holds what a
+user would otherwise look up: per task and agent, the keyword arguments of
+``brax.training.agents.ppo.train`` / ``apg.train`` that trained it here, and the
+network sizes. ``train`` runs the agent with them and returns the policy and the
+curve (evaluation reward against env-steps and wall time).
+
+``brax.training``'s agents also place their state with ``jax.device_put_replicated``,
+which newer JAX releases removed in favour of ``jax.device_put`` with a sharding;
+``use_with_brax()`` (which ``train`` calls) restores that one function, built on
+``jax.device_put``, where it is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+AGENTS = ("ppo", "apg")
+
+# task -> agent -> (keywords of the agent's train function, (policy, value) hidden sizes)
+HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
+    "cartpole": {
+        # small networks: on a CPU the learner's updates, not the simulation, are the cost
+        "ppo": (dict(num_timesteps=20_000_000, episode_length=1000, num_envs=512, batch_size=512,
+                     num_minibatches=16, unroll_length=30, num_updates_per_batch=8, discounting=0.995,
+                     learning_rate=1e-3, entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
+                     num_evals=11, num_eval_envs=128), ((32, 32), (64, 64))),
+        "apg": (dict(episode_length=200, policy_updates=60, horizon_length=32, num_envs=16, num_evals=6,
+                     learning_rate=3e-4, normalize_observations=True, num_eval_envs=32), ((32, 32, 32, 32), None)),
+    },
+}
+
+
+def _device_put_replicated(x, devices):
+    """``x``'s leaves stacked ``len(devices)`` times on a new leading axis, one slice
+    per device (the removed ``jax.device_put_replicated``)."""
+    devices = list(devices)
+    if not devices:
+        raise ValueError("device_put_replicated: no devices")
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("devices",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("devices"))
+
+    def replicate(leaf):
+        leaf = jnp.asarray(leaf)
+        return jax.device_put(jnp.broadcast_to(leaf[None], (len(devices),) + leaf.shape), sharding)
+
+    return jax.tree.map(replicate, x)
+
+
+def use_with_brax() -> None:
+    """Make ``jax.device_put_replicated`` available to Brax's agents (see the module)."""
+    try:
+        jax.device_put_replicated  # noqa: B018
+    except AttributeError:
+        jax.device_put_replicated = _device_put_replicated
+
+
+@dataclasses.dataclass
+class Curve:
+    """The evaluations of one training run.
+
+    Attributes:
+      env_steps: environment steps taken before each evaluation.
+      wall_s: s since the start of ``train`` (compiles included).
+      reward: mean evaluation episode reward.
+      reward_std: its standard deviation over the evaluation envs.
+    """
+
+    env_steps: list = dataclasses.field(default_factory=list)
+    wall_s: list = dataclasses.field(default_factory=list)
+    reward: list = dataclasses.field(default_factory=list)
+    reward_std: list = dataclasses.field(default_factory=list)
+
+
+def hyperparameters(task: str, agent: str) -> tuple[dict, tuple]:
+    """(train keywords, (policy, value) hidden layer sizes) tuned for ``task``."""
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; one of {AGENTS}")
+    if task not in HYPERPARAMETERS or agent not in HYPERPARAMETERS[task]:
+        tuned = sorted(f"{t}/{a}" for t, by in HYPERPARAMETERS.items() for a in by)
+        raise ValueError(f"no tuned {agent} hyper-parameters for {task!r}; tuned: {', '.join(tuned)}")
+    kwargs, sizes = HYPERPARAMETERS[task][agent]
+    return dict(kwargs), sizes
+
+
+def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict], Any] | None = None,
+          seed: int = 0, **overrides) -> tuple[Callable, Any, Curve]:
+    """Train ``env`` with Brax's ``agent`` and ``task``'s tuned hyper-parameters.
+
+    Args:
+      env: the environment (``jaxsim.envs.get(task, ...)``, or any Brax-style Env).
+      task: whose hyper-parameters to use (``HYPERPARAMETERS``).
+      agent: "ppo" or "apg".
+      progress_fn: called as Brax calls it, ``(env_steps, metrics)``, after each
+        evaluation.
+      seed: the agent's seed.
+      **overrides: train keywords replacing the tuned ones (``num_timesteps``, ...).
+
+    Returns:
+      (make_policy, params, Curve): Brax's policy factory and parameters
+      (``make_policy(params, deterministic=True)`` is the policy) and the curve.
+    """
+    use_with_brax()
+    kwargs, (policy_sizes, value_sizes) = hyperparameters(task, agent)
+    kwargs.update(overrides, seed=seed)
+    curve, start = Curve(), time.perf_counter()
+
+    def progress(steps, metrics):
+        curve.env_steps.append(int(steps))
+        curve.wall_s.append(time.perf_counter() - start)
+        curve.reward.append(float(metrics["eval/episode_reward"]))
+        curve.reward_std.append(float(metrics.get("eval/episode_reward_std", np.nan)))
+        if progress_fn is not None:
+            progress_fn(steps, metrics)
+
+    if agent == "ppo":
+        from brax.training.agents.ppo import networks, train as agent_train
+        factory = functools.partial(networks.make_ppo_networks, policy_hidden_layer_sizes=policy_sizes,
+                                    value_hidden_layer_sizes=value_sizes)
+    else:
+        from brax.training.agents.apg import networks, train as agent_train
+        factory = functools.partial(networks.make_apg_networks, hidden_layer_sizes=policy_sizes)
+    make_policy, params, _ = agent_train.train(environment=env, network_factory=factory, progress_fn=progress,
+                                               **kwargs)
+    return make_policy, params, curve
