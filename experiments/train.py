@@ -3,12 +3,18 @@
     python experiments/train.py cartpole --agent ppo
     python experiments/train.py cartpole --agent apg --set policy_updates=30
     python experiments/train.py ant --agent ppo --set num_timesteps=5000000 --env contact=cone
+    python experiments/train.py ant --backend mjx       # Brax's MJX ant, the same PPO settings
 
 Runs ``brax.training``'s agent with the task's tuned hyper-parameters
 (``jaxsim.envs.training.HYPERPARAMETERS``; ``--set key=value`` overrides one), prints a
 progress line per evaluation, and writes ``results/train_<task>_<agent>.json``
 (evaluation reward against env-steps and wall time, the settings, the machine) and
-the curve as a PNG beside it.
+the curve as a PNG beside it. ``--backend mjx`` trains the same task on MuJoCo MJX
+instead (``cartpole``: the same model file, reset, observation and reward stepped by
+MJX; ``ant``: Brax's MJX ``ant``, with jaxsim's ant then to be run with
+``--env include_cfrc_ext_in_observation=False contact_cost_weight=0.0`` for the same
+observation and reward), and the JSON records env-steps/s during training (between
+the first and the last evaluation, compiles excluded).
 """
 
 from __future__ import annotations
@@ -43,6 +49,52 @@ def _pairs(items) -> dict:
     return out
 
 
+def mjx_env(task: str, env_kwargs: dict):
+    """The MuJoCo MJX counterpart of ``task`` (a Brax environment)."""
+    import jax.numpy as jnp
+    import mujoco
+    from brax import envs as brax_envs
+    from brax.envs.base import PipelineEnv, State
+    from brax.io import mjcf
+
+    from jaxsim.envs import cartpole
+
+    if task == "ant":
+        return brax_envs.get_environment("ant", backend="mjx", **env_kwargs)
+    if task != "cartpole":
+        raise SystemExit(f"--backend mjx: only cartpole and ant have an MJX counterpart here, not {task!r}")
+    swingup = env_kwargs.get("swingup", True)
+
+    class MjxCartpole(PipelineEnv):
+        """jaxsim's cart-pole task (same file, reset, observation, reward) stepped by MJX."""
+
+        def __init__(self):
+            mj = mujoco.MjModel.from_xml_path(cartpole.model_path())
+            mj.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)  # MJX rejects the energy flag
+            super().__init__(mjcf.load_model(mj), backend="mjx")
+
+        def reset(self, rng):
+            ps = self.pipeline_init(*cartpole.initial_state(rng, swingup, 0.01, jnp.float32))
+            zero = jnp.zeros(())
+            return State(ps, cartpole.observation(ps.q, ps.qd), zero, zero, metrics={"upright": zero, "centered": zero})
+
+        def step(self, state, action):
+            ps = self.pipeline_step(state.pipeline_state, action)
+            reward, upright, centered = cartpole.swingup_reward(ps.q, ps.qd, action)
+            state.metrics.update(upright=upright, centered=centered)
+            return state.replace(pipeline_state=ps, obs=cartpole.observation(ps.q, ps.qd), reward=reward)
+
+    return MjxCartpole()
+
+
+def steps_per_second(curve: training.Curve) -> float:
+    """Env-steps/s between the first and the last evaluation (compiles excluded)."""
+    if len(curve.env_steps) < 3:
+        return float("nan")
+    # the first interval holds the training step's compile: start from the second evaluation
+    return (curve.env_steps[-1] - curve.env_steps[1]) / (curve.wall_s[-1] - curve.wall_s[1])
+
+
 def plot(curve: training.Curve, title: str, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -65,6 +117,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("task", choices=jaxsim.envs.names())
     p.add_argument("--agent", choices=training.AGENTS, default="ppo")
+    p.add_argument("--backend", choices=("jaxsim", "mjx"), default="jaxsim")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="train keywords replacing the tuned ones")
     p.add_argument("--env", nargs="*", metavar="KEY=VALUE", help="keywords of the task (contact=..., ...)")
@@ -72,10 +125,10 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
 
     env_kwargs, overrides = _pairs(args.env), _pairs(args.set)
-    env = jaxsim.envs.get(args.task, **env_kwargs)
+    env = jaxsim.envs.get(args.task, **env_kwargs) if args.backend == "jaxsim" else mjx_env(args.task, env_kwargs)
     settings, sizes = training.hyperparameters(args.task, args.agent)
     settings.update(overrides)
-    print(f"{args.task} / {args.agent} on {jax.devices()[0].platform}: {settings}, networks {sizes}", flush=True)
+    print(f"{args.task} / {args.agent} / {args.backend} on {jax.devices()[0].platform}: {settings}, networks {sizes}", flush=True)
 
     def progress(steps, metrics):
         print(f"  {time.perf_counter() - start:7.1f} s  {int(steps):>10,d} env-steps  "
@@ -85,13 +138,16 @@ def main(argv=None) -> None:
     _, _, curve = training.train(env, args.task, args.agent, progress_fn=progress, seed=args.seed, **overrides)
     total = time.perf_counter() - start
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"train_{args.task}_{args.agent}")
+    suffix = "" if args.backend == "jaxsim" else f"_{args.backend}"
+    stem = os.path.join(args.out, f"train_{args.task}_{args.agent}{suffix}")
     with open(stem + ".json", "w") as f:
-        json.dump(dict(task=args.task, agent=args.agent, env=env_kwargs, settings=settings, networks=sizes,
+        json.dump(dict(task=args.task, agent=args.agent, backend=args.backend, env=env_kwargs,
+                       env_steps_per_s=steps_per_second(curve), settings=settings, networks=sizes,
                        seed=args.seed, wall_s=total, curve=curve.__dict__, platform=jax.devices()[0].platform,
                        cpus=os.cpu_count(), argv=sys.argv[1:]), f, indent=1)
-    plot(curve, f"{args.task}, {args.agent} (jaxsim)", stem + ".png")
-    print(f"best reward {max(curve.reward):.2f}, {total:.0f} s in all; wrote {stem}.json and .png")
+    plot(curve, f"{args.task}, {args.agent} ({args.backend})", stem + ".png")
+    print(f"best reward {max(curve.reward):.2f}, {steps_per_second(curve):,.0f} env-steps/s while training, "
+          f"{total:.0f} s in all; wrote {stem}.json and .png")
 
 
 if __name__ == "__main__":

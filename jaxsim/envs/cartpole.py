@@ -38,6 +38,31 @@ def model_path() -> str:
     return os.path.join(os.path.dirname(dm_control.__file__), "suite", "cartpole.xml")
 
 
+def swingup_reward(q: jax.Array, v: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(reward, upright, centered) of the Control Suite's smooth cart-pole reward at
+    positions ``q`` (2,) (cart m, pole rad), velocities ``v`` (2,) and ``action`` (1,)."""
+    upright = (jnp.cos(q[1]) + 1) / 2
+    centered = (1 + tolerance(q[0], margin=2.0)) / 2
+    small_control = (4 + tolerance(action[0], margin=1.0, sigmoid="quadratic", value_at_margin=0.0)) / 5
+    small_velocity = (1 + tolerance(v[1], margin=5.0)) / 2
+    return upright * centered * small_control * small_velocity, upright, centered
+
+
+def initial_state(rng: jax.Array, swingup: bool, noise: float, dtype) -> tuple[jax.Array, jax.Array]:
+    """(q (2,), v (2,)) at the start of an episode (module docstring)."""
+    k1, k2 = jax.random.split(rng)
+    if swingup:
+        q = jnp.asarray([0.0, jnp.pi], dtype) + noise * jax.random.normal(k1, (2,), dtype)
+    else:
+        q = jax.random.uniform(k1, (2,), dtype, -1.0, 1.0) * jnp.asarray([0.1, 0.034], dtype)
+    return q, noise * jax.random.normal(k2, (2,), dtype)
+
+
+def observation(q: jax.Array, v: jax.Array) -> jax.Array:
+    """(5,) cart position, cosine and sine of the pole angle, cart and pole velocities."""
+    return jnp.stack([q[0], jnp.cos(q[1]), jnp.sin(q[1]), v[0], v[1]])
+
+
 class Cartpole(PipelineEnv):
     """Swing the pole up from hanging and balance it, the cart kept near the centre."""
 
@@ -56,30 +81,19 @@ class Cartpole(PipelineEnv):
         self._reset_noise = reset_noise
 
     def reset(self, rng: jax.Array) -> State:
-        k1, k2 = jax.random.split(rng)
         dtype = self.sys.dtype
-        if self._swingup:
-            q = jnp.asarray([0.0, jnp.pi], dtype) + self._reset_noise * jax.random.normal(k1, (2,), dtype)
-        else:
-            q = jax.random.uniform(k1, (2,), dtype, -1.0, 1.0) * jnp.asarray([0.1, 0.034], dtype)
-        v = self._reset_noise * jax.random.normal(k2, (2,), dtype)
-        ps = self.pipeline_init(q, v)
+        ps = self.pipeline_init(*initial_state(rng, self._swingup, self._reset_noise, dtype))
         zero = jnp.zeros((), dtype)
         return State(ps, self._obs(ps), zero, zero, metrics={"upright": zero, "centered": zero})
 
     def step(self, state: State, action: jax.Array) -> State:
         ps = self.pipeline_step(state.pipeline_state, action)
-        x, angle, omega = ps.q[0], ps.q[1], ps.v[1]
-        upright = (jnp.cos(angle) + 1) / 2
-        centered = (1 + tolerance(x, margin=2.0)) / 2
-        small_control = (4 + tolerance(action[0], margin=1.0, sigmoid="quadratic", value_at_margin=0.0)) / 5
-        small_velocity = (1 + tolerance(omega, margin=5.0)) / 2
-        reward = finite_or(upright * centered * small_control * small_velocity)
+        reward, upright, centered = swingup_reward(ps.q, ps.v, action)
+        reward = finite_or(reward)
         done = jnp.where(ps.nonfinite, 1.0, state.done).astype(reward.dtype)
         # in place, as Brax's envs do: wrappers keep metrics of their own in the same dict
         state.metrics.update(upright=finite_or(upright), centered=finite_or(centered))
         return state.replace(pipeline_state=ps, obs=self._obs(ps), reward=reward, done=done)
 
     def _obs(self, ps) -> jax.Array:
-        angle = ps.q[1]
-        return finite_or(jnp.stack([ps.q[0], jnp.cos(angle), jnp.sin(angle), ps.v[0], ps.v[1]]))
+        return finite_or(observation(ps.q, ps.v))

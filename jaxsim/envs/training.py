@@ -34,8 +34,16 @@ HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
                      num_minibatches=16, unroll_length=30, num_updates_per_batch=8, discounting=0.995,
                      learning_rate=1e-3, entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
                      num_evals=11, num_eval_envs=128), ((32, 32), (64, 64))),
+        # the balance variant (swingup=False): 24 updates take the pole from falling to balanced
         "apg": (dict(episode_length=200, policy_updates=60, horizon_length=32, num_envs=16, num_evals=6,
                      learning_rate=3e-4, normalize_observations=True, num_eval_envs=32), ((32, 32, 32, 32), None)),
+    },
+    "ant": {
+        # Brax's published ant settings, scaled from 4,096 envs on an accelerator to a CPU
+        "ppo": (dict(num_timesteps=5_000_000, episode_length=1000, num_envs=256, batch_size=256,
+                     num_minibatches=8, unroll_length=5, num_updates_per_batch=4, discounting=0.97,
+                     learning_rate=3e-4, entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
+                     num_evals=6, num_eval_envs=64), ((32, 32, 32, 32), (256, 256, 256, 256, 256))),
     },
 }
 
@@ -69,7 +77,8 @@ class Curve:
     """The evaluations of one training run.
 
     Attributes:
-      env_steps: environment steps taken before each evaluation.
+      env_steps: environment steps taken before each evaluation (for APG, its policy
+        updates times ``num_envs * horizon_length``).
       wall_s: s since the start of ``train`` (compiles included).
       reward: mean evaluation episode reward.
       reward_std: its standard deviation over the evaluation envs.
@@ -113,9 +122,14 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
     kwargs, (policy_sizes, value_sizes) = hyperparameters(task, agent)
     kwargs.update(overrides, seed=seed)
     curve, start = Curve(), time.perf_counter()
+    # Brax's APG reports evaluation epochs, not env-steps: each of its policy updates
+    # steps every env horizon_length times
+    env_steps_per_report = 1 if agent == "ppo" else (
+        round(kwargs["policy_updates"] / max(kwargs.get("num_evals", 1) - 1, 1))
+        * kwargs.get("num_envs", 1) * kwargs.get("horizon_length", 32))
 
     def progress(steps, metrics):
-        curve.env_steps.append(int(steps))
+        curve.env_steps.append(int(steps) * env_steps_per_report)
         curve.wall_s.append(time.perf_counter() - start)
         curve.reward.append(float(metrics["eval/episode_reward"]))
         curve.reward_std.append(float(metrics.get("eval/episode_reward_std", np.nan)))
