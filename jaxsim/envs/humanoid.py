@@ -68,6 +68,7 @@ import jax.numpy as jnp
 import jaxsim
 from jaxsim import math
 from jaxsim.dynamics import actuator_forces
+from jaxsim.envs import running
 from jaxsim.envs.base import PipelineEnv, State, finite_or
 from jaxsim.envs.com_based import (com_external_forces, com_inertia, com_velocity, mass_centre, model_path,
                                    tree_com)
@@ -117,9 +118,8 @@ class Humanoid(PipelineEnv):
         v = jax.random.uniform(k2, (sys.nv,), dtype, -s, s)
         ps = self.pipeline_init(q, v)
         zero = jnp.zeros((), dtype)
-        metrics = {k: zero for k in ("forward_reward", "reward_ctrl", "reward_contact", "reward_survive",
-                                     "x_position", "y_position", "x_velocity", "y_velocity")}
-        return State(ps, self._obs(ps, forward_kinematics(sys, ps.q)), zero, zero, metrics=metrics)
+        return State(ps, self._obs(ps, forward_kinematics(sys, ps.q)), zero, zero,
+                     metrics=running.zero_metrics(dtype))
 
     def step(self, state: State, action: jax.Array) -> State:
         sys, ps0 = self.sys, state.pipeline_state
@@ -132,19 +132,8 @@ class Humanoid(PipelineEnv):
         cfrc_ext = com_external_forces(sys, kin, ps, centre)
         contact_cost = jnp.minimum(self._contact_cost_weight * jnp.sum(jnp.square(cfrc_ext)),
                                    self._contact_cost_max)
-        low, high = self._healthy_z_range
-        finite = jnp.all(jnp.isfinite(ps.q)) & jnp.all(jnp.isfinite(ps.v)) & ~ps.nonfinite
-        healthy = (finite & (ps.q[2] > low) & (ps.q[2] < high)).astype(ps.q.dtype)
-        healthy_reward = self._healthy_reward * healthy
-        reward = finite_or(forward_reward + healthy_reward - ctrl_cost - contact_cost)
-        done = 1.0 - healthy if self._terminate_when_unhealthy else jnp.zeros_like(healthy)
-        done = jnp.where(ps.nonfinite, 1.0, done).astype(reward.dtype)
-        # in place, as Brax's envs do: wrappers keep metrics of their own in the same dict
-        state.metrics.update(
-            forward_reward=finite_or(forward_reward), reward_ctrl=finite_or(-ctrl_cost),
-            reward_contact=finite_or(-contact_cost), reward_survive=healthy_reward,
-            x_position=finite_or(ps.q[0]), y_position=finite_or(ps.q[1]),
-            x_velocity=finite_or(velocity[0]), y_velocity=finite_or(velocity[1]))
+        reward, done = running.outcome(ps, velocity, forward_reward, ctrl_cost, contact_cost, self._healthy_reward,
+                                       self._healthy_z_range, False, self._terminate_when_unhealthy, state.metrics)
         obs = self._obs(ps, kin, centre, cfrc_ext)
         return state.replace(pipeline_state=ps, obs=obs, reward=reward, done=done)
 
