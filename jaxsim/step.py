@@ -141,9 +141,14 @@ def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
     return linalg.solve(m.at[block].add(model.opt.timestep * d), m @ dv)
 
 
+@jax.jit
 def step(model: Model, state: State, ctrl: Array | None = None,
          qfrc_applied: Array | None = None) -> State:
     """Advance ``state`` by ``model.opt.timestep`` under control ``ctrl`` (nu,).
+
+    Jitted, so that JAX traces a step once per model structure and state shapes and
+    every program built on it (rollouts, their gradients, vmapped batches) reuses that
+    trace; called outside ``jit`` it runs compiled rather than one operation at a time.
 
     Args:
       model: the Model (may be batched under ``vmap``).

@@ -47,6 +47,18 @@ def _release_compiled_code():
         gc.collect()
 
 
+# the modules holding the longest tests (float32 subprocess runs, notebooks, training)
+# run first: pytest-xdist hands out tests in collection order, and one of them started
+# last would keep a worker busy while the other has nothing left
+LONGEST_FIRST = ("test_robustness.py", "test_notebooks.py", "test_envs.py", "test_parameter_gradients.py",
+                 "test_parallel.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: file order kept otherwise
+
+
 _VJP_PROGRAMS = weakref.WeakKeyDictionary()  # f -> its jitted (value, VJP)
 
 
