@@ -60,7 +60,8 @@ class Ant(PipelineEnv):
                  healthy_z_range: tuple[float, float] = (0.2, 1.0),
                  reset_noise_scale: float = 0.1, include_cfrc_ext_in_observation: bool = True,
                  contact_cost_weight: float = 5e-4,
-                 contact_force_range: tuple[float, float] = (-1.0, 1.0), **options):
+                 contact_force_range: tuple[float, float] = (-1.0, 1.0), model: str | None = None,
+                 **options):
         """Args:
           dtype: the model's float dtype.
           forward_reward_weight: reward per m/s of the torso's x velocity.
@@ -74,11 +75,14 @@ class Ant(PipelineEnv):
             13 bodies (78 values), as v5 does.
           contact_cost_weight: cost per unit of ``sum(clipped cfrc_ext^2)``, v5's.
           contact_force_range: (low, high), the clip of every ``cfrc_ext`` component.
+          model: an MJCF file of the same ant to load in place of gymnasium's (the
+            same bodies, joints and actuators; e.g. Brax's ``ant.xml``, in which only
+            four foot spheres collide with the floor).
           **options: ModelBuilder options (``contact``, ``timestep``, ...) overriding
             the file's.
         """
         from jaxsim.io import load_mjcf
-        super().__init__(load_mjcf(model_path("ant.xml"), dtype=dtype, **options), n_frames=5)
+        super().__init__(load_mjcf(model or model_path("ant.xml"), dtype=dtype, **options), n_frames=5)
         self._forward_reward_weight = forward_reward_weight
         self._ctrl_cost_weight = ctrl_cost_weight
         self._healthy_reward = healthy_reward
