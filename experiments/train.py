@@ -13,8 +13,9 @@ the curve as a PNG beside it. ``--backend mjx`` trains the same task on MuJoCo M
 instead (``cartpole``: the same model file, reset, observation and reward stepped by
 MJX; ``ant``: Brax's MJX ``ant``, with jaxsim's ant then to be run with
 ``--env include_cfrc_ext_in_observation=False contact_cost_weight=0.0`` for the same
-observation and reward, and ``model=<Brax's ant.xml>`` for the same model file), and the JSON records env-steps/s during training (between
-the first and the last evaluation, compiles excluded).
+observation and reward, and ``model=<Brax's ant.xml>`` for the same model file), and
+the JSON records env-steps/s during training (between the first and the last
+evaluation, compiles excluded).
 """
 
 from __future__ import annotations

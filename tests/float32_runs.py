@@ -63,10 +63,11 @@ def random_scenes(arg: str) -> dict:
     shapes = SOLVER_TOPOLOGY if name == "solver" else TOPOLOGIES[name]
     count = {"volume": VOLUME_SCENES, "cone/exact": EXACT_SCENES}.get(contact, OTHER_MODEL_SCENES) if contact \
         else SCENES[name]
-    seeds = [1000 * (names.index(name) if name in names else len(names)) + i for i in range(count)]
-    steps = STEPS
     if contact == "volume":
         seeds, steps = [VOLUME_SEED], VOLUME_STEPS
+    else:  # each topology its own block of seeds, "solver" the block after the named ones
+        block = names.index(name) if name in names else len(names)
+        seeds, steps = [1000 * block + i for i in range(count)], STEPS
     contact, _, friction_model = contact.partition("/")  # "cone/nakaoka": a cone friction model
     options = {"contact": contact} if contact else {}
     if friction_model:

@@ -39,10 +39,9 @@ def outcome(ps: jaxsim.State, velocity: jax.Array, forward_reward: jax.Array, ct
       metrics: the State's metrics dict (Brax's wrappers keep entries of their own in it).
     """
     low, high = healthy_z
-    finite = jnp.all(jnp.isfinite(ps.q)) & jnp.all(jnp.isfinite(ps.v)) & ~ps.nonfinite
     z = ps.q[2]
     inside = (z >= low) & (z <= high) if closed else (z > low) & (z < high)
-    healthy = (finite & inside).astype(ps.q.dtype)
+    healthy = (~ps.nonfinite & inside).astype(ps.q.dtype)  # the step flags a non-finite q, v or act
     survive = healthy_reward * healthy
     reward = finite_or(forward_reward + survive - ctrl_cost - contact_cost)
     done = 1.0 - healthy if terminate_when_unhealthy else jnp.zeros_like(healthy)
