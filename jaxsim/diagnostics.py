@@ -308,10 +308,17 @@ def monitor(model: Model, state: State, num_steps: int, step_fn=None, threshold:
     """Run ``num_steps`` steps without control and return (final state, Health),
     checking the health every ``every`` steps (``deep_time`` then grows by
     ``every`` steps at a time)."""
-    from jaxsim.step import step as default_step
-    step_fn = default_step if step_fn is None else step_fn
     if num_steps % every:
         raise ValueError(f"monitor: num_steps ({num_steps}) must be a multiple of every ({every})")
+    return _monitor(model, state, num_steps, step_fn, threshold, every)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _monitor(model: Model, state: State, num_steps: int, step_fn, threshold: float, every: int):
+    """``monitor``'s loop, jitted: called outside ``jit`` it compiles once per model
+    structure and settings (an eager ``lax.scan`` would compile on every call)."""
+    from jaxsim.step import step as default_step
+    step_fn = default_step if step_fn is None else step_fn
 
     def body(carry, _):
         s, h = carry

@@ -194,8 +194,13 @@ def step(model: Model, state: State, ctrl: Array | None = None,
                  overflow=state.overflow + overflow)
 
 
+@jax.jit
 def rollout(model: Model, state: State, ctrls: Array) -> tuple[State, State]:
     """Apply ``ctrls`` (T, nu) for T steps with ``lax.scan``.
+
+    Jitted: called outside ``jit`` it compiles once per model structure and shapes
+    and reuses that program on later calls (an eager ``lax.scan`` would compile again
+    on every call).
 
     Returns:
       (final State, trajectory State with a leading time axis of length T, holding the
@@ -208,9 +213,16 @@ def rollout(model: Model, state: State, ctrls: Array) -> tuple[State, State]:
     return jax.lax.scan(body, state, ctrls)
 
 
+@functools.partial(jax.jit, static_argnames=("policy", "num_steps"))
 def rollout_policy(model: Model, state: State, policy: Callable[[State], Array],
                    num_steps: int) -> tuple[State, State]:
-    """Closed-loop rollout: ``ctrl = policy(state)`` at every step, ``num_steps`` steps."""
+    """Closed-loop rollout: ``ctrl = policy(state)`` at every step, ``num_steps`` steps.
+
+    Jitted with ``policy`` and ``num_steps`` static: calls with the same policy object
+    reuse one compiled program, and a new object (a lambda written anew) compiles
+    anew, with the values it closes over as constants. A policy whose parameters
+    change between calls (as in training) belongs in the caller's own ``jit``, which
+    traces them as arguments."""
     def body(s, _):
         s = step(model, s, policy(s))
         return s, s

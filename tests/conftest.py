@@ -2,6 +2,7 @@
 compile (``jaxsim.xla_flags``), model file lists, and compiled code released before a
 worker runs out of memory mappings."""
 
+import contextlib
 import functools
 import gc
 import os
@@ -57,6 +58,23 @@ LONGEST_FIRST = ("test_robustness.py", "test_notebooks.py", "test_envs.py", "tes
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: file order kept otherwise
+
+
+@contextlib.contextmanager
+def count_compiles():
+    """Yields a list that collects one entry per XLA backend compile while the block
+    runs (JAX's own compile events, whatever compiled)."""
+    compiled = []
+
+    def listen(event, seconds, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield compiled
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 _VJP_PROGRAMS = weakref.WeakKeyDictionary()  # f -> its jitted (value, VJP)

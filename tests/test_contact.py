@@ -147,6 +147,43 @@ def test_eager_step_equals_jitted():
         np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-10)
 
 
+def test_rollouts_compile_once_and_the_policy_closes_the_loop():
+    """``rollout``, ``rollout_policy`` and ``diagnostics.monitor`` called outside
+    ``jit`` compile on their first call only; ``rollout_policy`` applies the policy to
+    each step's state, as a Python loop of steps does."""
+    from conftest import count_compiles
+    from jaxsim import diagnostics
+
+    b = jaxsim.ModelBuilder(timestep=1e-3)
+    b.add_body("link", pos=(0, 0, 1), mass=1.0, com=(0, 0, -0.5), inertia=(0.1, 0.1, 0.1))
+    b.add_joint("link", "hinge", name="hinge", axis=(0, 1, 0))
+    b.add_actuator(joint="hinge")
+    model = b.build(jnp.float64)
+    s0 = jaxsim.make_state(model, q=jnp.asarray([0.3]))
+
+    def policy(s):  # PD towards the bottom
+        return -20.0 * s.q - 2.0 * s.v
+
+    final, traj = jaxsim.rollout_policy(model, s0, policy, 40)
+    s = s0
+    for _ in range(40):
+        s = jaxsim.step(model, s, policy(s))
+    np.testing.assert_allclose(np.asarray(final.q), np.asarray(s.q), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(traj.ctrl[-1]), np.asarray(policy(traj.replace(
+        q=traj.q[-2], v=traj.v[-2]))), rtol=1e-12)
+    free, _ = jaxsim.rollout(model, s0, jnp.zeros((40, 1), model.dtype))
+    assert abs(float(final.q[0]) - float(free.q[0])) > 1e-3  # the policy acts
+    diagnostics.monitor(model, s0, 40)
+    ctrls = [jnp.full((40, 1), c, model.dtype) for c in (0.5, 1.0)]
+    s1 = jaxsim.make_state(model, q=jnp.asarray([0.1]))
+    with count_compiles() as compiled:
+        for c in ctrls:
+            jaxsim.rollout(model, s0, c)
+        jaxsim.rollout_policy(model, s1, policy, 40)
+        diagnostics.monitor(model, s1, 40)
+    assert not compiled, f"{len(compiled)} compiles on repeated calls"
+
+
 def test_jit_vmap_and_model_batches():
     model = tilted_cube()
     rng = np.random.default_rng(0)

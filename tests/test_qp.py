@@ -201,3 +201,22 @@ def test_compliance_equals_a_larger_diagonal():
     (da, a), (db, b) = grad_and_solution(compliant), grad_and_solution(stiffer)
     np.testing.assert_allclose(a, b, atol=1e-9)
     np.testing.assert_allclose(da, db, rtol=1e-6, atol=1e-9)
+
+
+def test_solvers_called_in_a_loop_compile_once():
+    """``qp.solve`` and ``friction.solve`` called outside ``jit`` on new problems of the
+    same size run the program compiled for the first one (no compile per call)."""
+    from conftest import count_compiles
+    from jaxsim.solver import friction
+
+    rng = np.random.default_rng(3)
+    problems = [random_problem(rng, 9, ncone=2) for _ in range(3)]
+    calls = [lambda p: Q.solve(p, jnp.zeros(9), 1e-8)]
+    calls += [lambda p, m=m: friction.solve(p.H, p.g, p.mu, m, max_iter=20, lower=p.lower[6:], upper=p.upper[6:])
+              for m in friction.METHODS]
+    for call in calls:
+        jax.block_until_ready(call(problems[0]))
+        with count_compiles() as compiled:
+            for p in problems[1:]:
+                jax.block_until_ready(call(p))
+        assert not compiled, f"{len(compiled)} compiles in 2 calls"

@@ -410,6 +410,9 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
+
+    Jitted with its static arguments: called outside ``jit`` (in a loop over problems,
+    say) it compiles once per problem size and settings, not on every call.
     """
     if method not in METHODS:
         raise ValueError(f"friction method must be one of {list(METHODS)}, got {method!r}")
@@ -418,13 +421,21 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     if W.shape != (n, n) or 3 * m > n:
         raise ValueError(f"friction.solve: W must be (n, n) with q (n,) and 3 * len(mu) <= n; got W "
                          f"{W.shape}, q {q.shape}, mu {mu.shape}")
+    return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, method, int(max_iter),
+                  int(start_passes), int(start_iterations))
+
+
+@functools.partial(jax.jit, static_argnums=(8, 9, 10, 11))
+def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, method: str, max_iter: int,
+           start_passes: int, start_iterations: int) -> tuple[Array, Array, Stats]:
+    n = q.shape[-1]
     dtype = jnp.result_type(W.dtype, q.dtype)
     W, q, mu = W.astype(dtype), q.astype(dtype), mu.astype(dtype)
     lower, upper = _bounds(q, mu, lower, upper)
     p = _Problem(W, q, mu, lower, upper)
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
-        tols = jnp.stack([jnp.asarray(tol, dtype), jnp.asarray(tol if start_tol is None else start_tol, dtype)])
+        tols = jnp.stack([jnp.asarray(tol, dtype), jnp.asarray(start_tol, dtype)])
         r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, max_iter, (start_passes, start_iterations))
         stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":

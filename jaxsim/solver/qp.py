@@ -362,15 +362,26 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
 
     Returns:
       (x (n,), Stats).
+
+    Jitted with its static arguments: called outside ``jit`` (in a loop over problems,
+    say) it compiles once per problem size and settings, not on every call.
     """
     if cone not in ("circle", "box"):
         raise ValueError(f"cone must be 'circle' or 'box', got {cone!r}")
+    if adjoint not in ("implicit", "unrolled"):
+        raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
+    skip = jnp.zeros((), bool) if skip is None else skip
+    block = tuple(block) if isinstance(block, list) else block
+    return _solve(qp, x0, tol, skip, int(max_iter), block, adjoint, cone)
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5, 6, 7))
+def _solve(qp: QP, x0: Array, tol, skip: Array, max_iter: int, block, adjoint: str,
+           cone: str) -> tuple[Array, Stats]:
     if qp.compliance is not None:  # outside the custom rule: gradients flow through H
         qp = qp._replace(H=qp.H + jnp.diag(qp.compliance), compliance=None)
     if adjoint == "unrolled":
         return _solve_unrolled(qp, x0, max_iter, block, cone)
-    if adjoint != "implicit":
-        raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
     tol = jnp.asarray(tol, qp.g.dtype)
-    skip = jnp.zeros((), bool) if skip is None else jnp.asarray(skip, bool)
+    skip = jnp.asarray(skip, bool)
     return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, max_iter, block, cone)
