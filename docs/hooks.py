@@ -10,8 +10,8 @@ makes sense) are replaced by tables built from the code and the measurements:
       one line per registered contact model (``jaxsim.contact.BUILTIN``);
   ``<!-- results: FILE -->``
       a benchmark table from ``experiments/results/FILE`` (``bench_step*.json``,
-      ``bench_dynamics.json``, ``bench_grad.json``, ``bench_collision.json``), dated
-      by the run's own ``machine.date``.
+      ``bench_dynamics.json``, ``bench_grad.json``, ``bench_collision.json``,
+      ``bench_qp*.json``), dated by the run's own ``machine.date``.
 
 The options page keeps its table as text (``tests/test_options.py`` compares it
 with ``jaxsim.options.markdown_table()``); the build checks it too, so a stale
@@ -223,6 +223,17 @@ def _collision_table(data: dict, path: pathlib.Path) -> str:
     return "\n".join(rows) + "\n" + _caption(data, path, "float32, kinematics + collision per env")
 
 
+def _qp_table(data: dict, path: pathlib.Path) -> str:
+    rows = ["| scene | problems | n | iterations mean / p99 / max | natural-map residual median / p99 / max | "
+            "objective gap max |", "|---|---:|---:|---:|---:|---:|"]
+    for scene, r in data["scenes"].items():
+        it, res = r["iterations"], r["natural_map_residual"]
+        rows.append(f"| {scene} | {r['problems']} | {r['n']} | {it['mean']:.1f} / {it['p99']:.0f} / {it['max']} | "
+                    f"{res['median']:.1e} / {res['p99']:.1e} / {res['max']:.1e} | "
+                    f"{r['objective_gap']['max']:.1e} |")
+    return "\n".join(rows) + "\n" + _caption(data, path, "float32 problems and solves")
+
+
 def results_table(arg: str) -> str:
     name = arg.strip()
     path = RESULTS / name
@@ -237,6 +248,8 @@ def results_table(arg: str) -> str:
         return _grad_table(data, path)
     if name.startswith("bench_collision"):
         return _collision_table(data, path)
+    if name.startswith("bench_qp"):
+        return _qp_table(data, path)
     raise ValueError(f"no table layout for {name}")
 
 

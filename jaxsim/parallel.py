@@ -123,7 +123,8 @@ def chunked_vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, 
 
     The envs are cut into chunks of ``chunk`` that a ``lax.map`` runs one after the
     other, each chunk vmapped (envs left over when ``chunk`` does not divide the
-    batch: one more vmap); results are those of the plain vmap (to rounding). ``chunk`` None or 0,
+    batch: one more vmap); results are those of the plain vmap (to the contact QP's
+    tolerance: its step choices can follow rounding). ``chunk`` None or 0,
     or a batch no larger than it: the plain vmap. With a ``mesh`` of several devices
     the batch is first split over them (``jax.shard_map``: the batched arguments as
     ``shard_batch`` puts them, the others replicated) and each device chunks its own

@@ -1,9 +1,12 @@
 """``jaxsim.parallel``: a batch of envs (and a batch of models) sharded over several
 devices gives what one device gives: with one shared model bit for bit (XLA's default
-CPU emitter) or to 1e-12 (the suite's faster-compiling one), with a batch of models to
-rounding. The devices are host CPUs forced by
-``XLA_FLAGS``, which must be set before JAX starts, so the check runs in a
-subprocess."""
+CPU emitter), otherwise to the contact QP's tolerance. The QP's adaptive step is
+accepted or rejected by comparisons that rounding can tip, so programs that round
+differently (the suite's faster-compiling emitter, a batch of models vectorized
+differently, chunks) may take different paths to the same solution; the scene uses
+``solver_tol = 1e-12``, and they agree to 1e-9 (measured 1e-11 to 1.3e-10). The
+devices are host CPUs forced by ``XLA_FLAGS``, which must be set before JAX starts,
+so the check runs in a subprocess."""
 
 import os
 import subprocess
@@ -27,7 +30,7 @@ SCRIPT = textwrap.dedent("""
     from jaxsim.xla_flags import FAST_CPU_COMPILE
 
     assert jax.local_device_count() == 4, jax.devices()
-    b = jaxsim.ModelBuilder(timestep=2e-3)
+    b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)
     b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
     b.add_body("box", pos=(0, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
     b.add_joint("box", "free")
@@ -52,23 +55,23 @@ SCRIPT = textwrap.dedent("""
     out = run(parallel.shard_batch(models, mesh), parallel.shard_batch(states, mesh))
     assert len(out.q.sharding.device_set) == 4
     # per-env models: the partitioned program vectorizes the model's arrays differently
-    # from the one-device one, so the two agree to rounding only (measured 3e-11 m/s)
+    # from the one-device one, so the two agree to the QP's tolerance (module docstring)
     assert gap_of(ref, out) < 1e-9, gap_of(ref, out)
     assert float(jnp.max(ref.contact.active.sum(-1))) > 0  # the envs are in contact
 
-    # one shared model: bit for bit under XLA's default CPU emitter, to rounding (6e-14)
-    # under the suite's faster-compiling one (jaxsim.xla_flags)
+    # one shared model: bit for bit under XLA's default CPU emitter, to the QP's
+    # tolerance under the suite's faster-compiling one (jaxsim.xla_flags)
     shared = jax.jit(jax.vmap(lambda m, s: jaxsim.rollout(m, s, jnp.zeros((60, 0)))[0], (None, 0)))
     out = shared(parallel.replicate(model, mesh), parallel.shard_batch(states, mesh))
     one = shared(model, states)
     assert len(out.q.sharding.device_set) == 4
-    assert same(one, out) if FAST_CPU_COMPILE[0] not in os.environ["XLA_FLAGS"] else gap_of(one, out) < 1e-12
+    assert same(one, out) if FAST_CPU_COMPILE[0] not in os.environ["XLA_FLAGS"] else gap_of(one, out) < 1e-9
 
     # chunks (one env at a time per device, inside shard_map) change nothing either
     chunked = jax.jit(parallel.chunked_vmap(lambda m, s: jaxsim.rollout(m, s, jnp.zeros((60, 0)))[0], (None, 0),
                                             1, mesh))
     out = chunked(parallel.replicate(model, mesh), parallel.shard_batch(states, mesh))
-    assert len(out.q.sharding.device_set) == 4 and gap_of(one, out) < 1e-12, gap_of(one, out)
+    assert len(out.q.sharding.device_set) == 4 and gap_of(one, out) < 1e-9, gap_of(one, out)
 
     assert parallel.batch_mesh(6).devices.size == 3 and parallel.batch_mesh(7).devices.size == 1
     try:

@@ -17,17 +17,26 @@ rows: implicit PD, relaxed resting contacts).
 Method (optimistix-style ``init / step / terminate`` on a state pytree, run under
 ``lax.while_loop``): FISTA (Nesterov-accelerated projected gradient) with the
 gradient-based adaptive restart of O'Donoghue & Candes (momentum is dropped whenever
-the step points uphill), step ``1 / L`` with ``L`` the smaller of the Gershgorin and
-Frobenius bounds on H's largest eigenvalue (both are upper bounds: the iteration never
-diverges). Before solving, variables are scaled by a Jacobi preconditioner, one scale
-per block of ``block`` variables (so cones and half-lines through 0 stay what they
-are), which equalises bodies of very different masses.
+the step points uphill) and an adaptive step ``1 / L``. ``L`` starts at ``L_max``, the
+smaller of the Gershgorin and Frobenius bounds on H's largest eigenvalue, shrinks by
+10 % after every accepted step, and a step whose curvature ``d^T H d / d^T d`` (``d``:
+the step) exceeds ``L`` is rejected and retried with ``L`` raised to that curvature
+(at least doubled, at most ``L_max``, where every step is accepted): the backtracking
+of Beck & Teboulle with the decreasing estimate of Scheinberg, Goldfarb & Bai, as in
+Chrono's APGD. The curvature along the step, not H's largest eigenvalue, then limits
+the step: contact problems have a few stiff directions that the iterates rarely
+point along. Each iteration multiplies by H once (``H x``;
+``H y`` and ``H d`` follow by linearity from two fresh products, so nothing drifts).
+Before solving, variables are scaled by a Jacobi preconditioner, one scale per block of
+``block`` variables (so cones and half-lines through 0 stay what they are), which
+equalises bodies of very different masses.
 
 The returned point is scaled along its ray to be no worse than ``x = 0`` when 0 is
 feasible (``no_worse_than_zero``: a no-op at the solution).
 
-Termination: ``||x_k+1 - y_k||_inf <= tol * max(||x_k+1||_inf, floor)`` (the
-gradient-mapping step, relative), ``max_iter`` iterations, or a non-finite residual
+Termination: ``||x_k+1 - y_k||_inf L / L_max <= tol * max(||x_k+1||_inf, floor)`` (the
+gradient-mapping step, relative, in units of a ``1 / L_max`` step), ``max_iter``
+iterations (rejected steps count), or a non-finite residual
 (NaN: a problem with non-finite data stops after one iteration). The iteration count and
 that residual are returned.
 
@@ -75,11 +84,14 @@ class Stats(NamedTuple):
 
 
 class _Carry(NamedTuple):
-    x: Array
-    y: Array
-    t: Array
-    it: Array
-    res: Array
+    x: Array  # (n,) the last accepted iterate
+    Hx: Array  # (n,) H x
+    y: Array  # (n,) the extrapolated point the next step starts from
+    Hy: Array  # (n,) H y
+    t: Array  # () FISTA's momentum parameter
+    L: Array  # () the current curvature estimate (step 1 / L)
+    it: Array  # () int32 iterations, rejected ones included
+    res: Array  # () relative gradient-mapping step of the last accepted iteration
 
 
 # ---------------------------------------------------------------------------- projection
@@ -166,20 +178,43 @@ def _scaled(qp: QP, block: int) -> tuple[QP, Array]:
     return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, qp.mu), s
 
 
-def init(qp: QP, x0: Array, cone: str = "circle") -> _Carry:
+SHRINK = 0.9  # L's factor after an accepted step (a 10 % longer next step)
+GROW = 2.0  # least factor on L after a rejected step
+MIN_L = 1e-3  # L never below this fraction of L_max
+
+
+def init(qp: QP, x0: Array, L_max: Array, cone: str = "circle") -> _Carry:
     x = project(x0, qp.lower, qp.upper, qp.mu, cone)
+    Hx = qp.H @ x
     dtype = x.dtype
-    return _Carry(x, x, jnp.ones((), dtype), jnp.zeros((), jnp.int32), jnp.full((), jnp.inf, dtype))
+    return _Carry(x, Hx, x, Hx, jnp.ones((), dtype), jnp.asarray(L_max, dtype), jnp.zeros((), jnp.int32),
+                  jnp.full((), jnp.inf, dtype))
 
 
-def step(qp: QP, eta: Array, c: _Carry, floor: float, cone: str = "circle") -> _Carry:
-    x_new = project(c.y - eta * (qp.H @ c.y + qp.g), qp.lower, qp.upper, qp.mu, cone)
+def step(qp: QP, L_max: Array, c: _Carry, floor: float, cone: str = "circle") -> _Carry:
+    """One projected-gradient step from ``c.y`` with step ``1 / c.L``, accepted or
+    rejected by the curvature along it (module docstring)."""
+    x_new = project(c.y - (c.Hy + qp.g) / c.L, qp.lower, qp.upper, qp.mu, cone)
+    Hx_new = qp.H @ x_new
+    d, Hd = x_new - c.y, Hx_new - c.Hy
+    dd = d @ d
+    # the curvature only chooses the step (differentiated, a step of 1e-200 squares to 0)
+    curvature = jax.lax.stop_gradient((d @ Hd) / jnp.maximum(dd, jnp.finfo(dd.dtype).tiny))
+    # at L_max every step is accepted: a larger curvature there is rounding (a step of
+    # the size of float32's last digits)
+    accept = (curvature <= c.L) | (c.L >= L_max)
     t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * c.t * c.t))
     uphill = jnp.dot(c.y - x_new, x_new - c.x) > 0  # adaptive restart
     t_new = jnp.where(uphill, 1.0, t_new)
-    y_new = jnp.where(uphill, x_new, x_new + ((c.t - 1.0) / t_new) * (x_new - c.x))
-    res = jnp.max(jnp.abs(x_new - c.y), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor)
-    return _Carry(x_new, y_new, t_new, c.it + 1, res)
+    beta = jnp.where(uphill, 0.0, (c.t - 1.0) / t_new)
+    res = (jnp.max(jnp.abs(d), initial=0.0) * (c.L / L_max)
+           / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor))
+    L_new = jnp.where(accept, jnp.maximum(SHRINK * c.L, MIN_L * L_max),
+                      jnp.minimum(jnp.maximum(GROW * c.L, curvature), L_max))
+    taken = _Carry(x_new, Hx_new, x_new + beta * (x_new - c.x), Hx_new + beta * (Hx_new - c.Hx), t_new, L_new,
+                   c.it + 1, res)
+    kept = c._replace(L=L_new, it=c.it + 1)
+    return jax.tree.map(lambda a, b: jnp.where(accept, a, b), taken, kept)
 
 
 def terminate(c: _Carry, tol: Array, max_iter: int) -> Array:
@@ -209,10 +244,10 @@ def no_worse_than_zero(qp: QP, x: Array) -> Array:
 def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
          skip: Array | bool = False) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
-    eta = 1.0 / _lipschitz(sqp.H)
+    L_max = _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
     c = jax.lax.while_loop(lambda c: ~(terminate(c, tol, max_iter) | skip),
-                           lambda c: step(sqp, eta, c, floor, cone), init(sqp, x0 / s, cone))
+                           lambda c: step(sqp, L_max, c, floor, cone), init(sqp, x0 / s, L_max, cone))
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
@@ -333,10 +368,10 @@ def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
 
 def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int, cone: str) -> tuple[Array, Stats]:
     sqp, s = _scaled(qp, block)
-    eta = 1.0 / _lipschitz(sqp.H)
+    L_max = _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
-    c, _ = jax.lax.scan(lambda c, _: (step(sqp, eta, c, floor, cone), None), init(sqp, x0 / s, cone), None,
-                        length=max_iter)
+    c, _ = jax.lax.scan(lambda c, _: (step(sqp, L_max, c, floor, cone), None), init(sqp, x0 / s, L_max, cone),
+                        None, length=max_iter)
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
