@@ -15,7 +15,9 @@ the script reports, per scene, the distribution of
   objective's gap to a float64 solve run to 1e-13: the accuracy.
 
 Scenes (float32; ``SCENE@fresh`` starts from the file's pose with no settling, as
-after a reset):
+after a reset; ``SCENE:MODEL[/SOLVER]`` runs ``bench_step.py``'s scene under another
+contact model whose solve uses the QP, e.g. ``boxes8:volume``,
+``humanoid:springhead/qp``, ``boxes8:cone/anitescu-tasora``):
 
   cube, cube@fresh, boxes8, ant, humanoid   ``bench_step.py``'s scenes and starts
                                              (settled 1 s, the same small noise; ant
@@ -48,7 +50,8 @@ from bench_collision import random_states
 from benchutil import machine_info
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "bench_qp.json")
-SCENES = ["cube", "cube@fresh", "boxes8", "ant", "humanoid", "quadruped_walk", "go2_terrain", "cube_push"]
+SCENES = ["cube", "cube@fresh", "boxes8", "ant", "humanoid", "quadruped_walk", "go2_terrain", "cube_push",
+          "boxes8:volume", "humanoid:springhead/qp", "boxes8:cone/anitescu-tasora"]
 ENVS = ("quadruped_walk", "go2_terrain", "cube_push")
 STEPS, BATCH = 30, 4
 MAX_ITER = 500
@@ -97,10 +100,14 @@ def run_scene(name: str) -> float:
         jax.jit(lambda s: jax.lax.scan(body, s, jax.random.split(jax.random.PRNGKey(1), STEPS))[0])(states)
         return float(env.sys.opt.solver_tol)
     import bench_step
-    base, _, start = name.partition("@")
+    plain, _, start = name.partition("@")
+    base, _, contact = plain.partition(":")
+    contact, _, solver = contact.partition("/")
     xml = bench_step.scene_xml(base)
     limit = {"boxes8": {"max_contacts": 48}, "ant": {"max_contacts": 16}, "humanoid": {"max_contacts": 16}}
-    model = load_mjcf(xml, **limit.get(base, {}))
+    options = dict(limit.get(base, {}), **({"contact": contact} if contact else {}),
+                   **({"solver": solver} if solver else {}))
+    model = load_mjcf(xml, **options)
     mm = bench_step.settle_jaxsim(model, xml, 1.0) if start != "fresh" else mujoco.MjModel.from_xml_string(xml)
     q = random_states(mm, BATCH)
     states = jax.vmap(lambda qi: jaxsim.make_state(model, qi))(q)
