@@ -220,3 +220,37 @@ def test_solvers_called_in_a_loop_compile_once():
             for p in problems[1:]:
                 jax.block_until_ready(call(p))
         assert not compiled, f"{len(compiled)} compiles in 2 calls"
+
+
+def test_rank_deficient_contact_problems_stop_at_a_small_natural_map_residual():
+    """Problems shaped like a body's resting contacts: four friction cones on 6 dof (W =
+    J M^-1 J^T of rank 6 of 12, masses spread 100x) plus a relaxation of 1e-3 of W's
+    mean diagonal, the slow case for a first-order method. Solved from zero to
+    ``tol`` = 1e-10, each stops before the cap, and the natural-map residual
+    ``||z - P(z - (H z + g))||_inf / ||z||_inf``, recomputed here in the solver's
+    Jacobi-scaled variables, is below 1e-8 (measured: at most 7.5e-10, in 65-1,111
+    iterations)."""
+    rng = np.random.default_rng(0)
+    m, nv, n = 4, 6, 12
+    problems = []
+    for _ in range(16):
+        J = rng.standard_normal((3 * m, nv))
+        W = J @ np.diag(rng.uniform(0.5, 50.0, nv)) @ J.T
+        W += 1e-3 * np.mean(np.diag(W)) * np.eye(n)
+        g = rng.standard_normal(n)
+        g[::3] -= 1.0  # approaching on average
+        problems.append((W, g, rng.uniform(0.2, 1.0, m)))
+    H, g, mu = (jnp.asarray(np.stack(a)) for a in zip(*problems))
+    lower, upper = jnp.zeros(n), jnp.full(n, jnp.inf)
+
+    def solve(H, g, mu):
+        x, stats = Q.solve(Q.QP(H, g, lower, upper, mu), jnp.zeros(n), 1e-10, max_iter=3000, block=(3, m))
+        return x, stats.iterations
+
+    x, iterations = jax.jit(jax.vmap(solve))(H, g, mu)
+    for Hi, gi, mui, xi in zip(H, g, mu, x):
+        s = np.asarray(Q._scales(Hi, (3, m)))
+        z, Hs, gs = np.asarray(xi) / s, np.asarray(Hi) * s[:, None] * s[None, :], np.asarray(gi) * s
+        r = z - np.asarray(Q.project(jnp.asarray(z - (Hs @ z + gs)), lower, upper, mui))
+        assert np.abs(r).max() <= 1e-8 * np.abs(z).max()
+    assert int(iterations.max()) < 3000
