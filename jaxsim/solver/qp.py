@@ -198,7 +198,8 @@ def step(qp: QP, L_max: Array, c: _Carry, floor: float, cone: str = "circle") ->
     Hx_new = qp.H @ x_new
     d, Hd = x_new - c.y, Hx_new - c.Hy
     dd = d @ d
-    # the curvature only chooses the step (differentiated, a step of 1e-200 squares to 0)
+    # the curvature only chooses the step; its derivative would divide by dd^2, which
+    # underflows to 0 for a tiny step
     curvature = jax.lax.stop_gradient((d @ Hd) / jnp.maximum(dd, jnp.finfo(dd.dtype).tiny))
     # at L_max every step is accepted: a larger curvature there is rounding (a step of
     # the size of float32's last digits)
