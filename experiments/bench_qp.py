@@ -116,11 +116,6 @@ def run_scene(name: str) -> float:
     return float(model.opt.solver_tol)
 
 
-def _scaled(H, g, lower, upper, block):
-    s = qp._scales(H, block)
-    return H * s[:, None] * s[None, :], g * s, lower / s, upper / s, s
-
-
 def evaluate(problems: list[dict], tol: float) -> dict:
     """Solve the captured problems (the most common size) in float32 with the solver's
     defaults; iterations and accuracy (module docstring)."""
@@ -138,9 +133,9 @@ def evaluate(problems: list[dict], tol: float) -> dict:
     reference, _ = solve(data64, 1e-13, 20_000)
 
     def natural_map(H, g, lo, up, mu, x):
-        Hs, gs, los, ups, s = _scaled(H, g, lo, up, block)
+        scaled, s = qp._scaled(qp.QP(H, g, lo, up, mu), block)  # the solver's own variables
         z = x / s
-        r = z - qp.project(z - (Hs @ z + gs), los, ups, mu, cone)
+        r = z - qp.project(z - (scaled.H @ z + scaled.g), scaled.lower, scaled.upper, mu, cone)
         return jnp.max(jnp.abs(r)) / jnp.maximum(jnp.max(jnp.abs(z)), 1e-12)
 
     def objective(H, g, x):
