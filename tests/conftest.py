@@ -20,6 +20,9 @@ from jaxsim.xla_flags import use_fast_cpu_compile
 # XLA's default level
 use_fast_cpu_compile()
 use_fast_cpu_compile(flags=("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"))
+# per-program options (``jax.jit(..., compiler_options=RUNS_LONG)``) for the few tests
+# whose program runs many times: XLA's default level, which runs them 2-5x faster
+RUNS_LONG = {"xla_backend_optimization_level": 2, "xla_llvm_disable_expensive_passes": False}
 jax.config.update("jax_enable_x64", True)
 
 # Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves

@@ -152,17 +152,30 @@ def humanoid_landing(_: str) -> dict:
 
     path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "humanoid.xml")
     model = load_mjcf(path, dtype=jnp.float32, max_contacts=16)
-    _, traj = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((300, model.nu)))
+    roll, ctrls = jax.jit(jaxsim.rollout), jnp.zeros((300, model.nu))
+    _, traj = roll(model, jaxsim.make_state(model), ctrls)
     total = lambda q, v: sum(energy(model, jaxsim.forward_kinematics(model, q), v))  # noqa: E731
     e = jax.jit(jax.vmap(total))(traj.q, traj.v)
     e0 = total(model.qpos0, jnp.zeros(model.nv, model.dtype))
     floor = (np.asarray(model.topo.geom_body) == 0)[slot_info(model.topo).geom1]
     active = np.asarray(traj.contact.active)
     depth = np.where(active, np.asarray(traj.contact.depth), 0.0)
-    return dict(dtype=str(traj.q.dtype), floor_contact=bool((active & floor).any()),
-                self_contact=bool((active & ~floor).any()), depth_max=float(depth.max()),
-                vz_max=float(np.max(np.asarray(traj.v[:, 2]))), z_max=float(np.max(np.asarray(traj.q[:, 2]))),
-                energy_max=float(np.max(np.asarray(e))), energy0=float(e0), nonfinite=bool(traj.nonfinite[-1]))
+    landing = dict(dtype=str(traj.q.dtype), floor_contact=bool((active & floor).any()),
+                   self_contact=bool((active & ~floor).any()), depth_max=float(depth.max()),
+                   vz_max=float(np.max(np.asarray(traj.v[:, 2]))), z_max=float(np.max(np.asarray(traj.q[:, 2]))),
+                   energy_max=float(np.max(np.asarray(e))), energy0=float(e0), nonfinite=bool(traj.nonfinite[-1]))
+
+    # lying on its back, 12 cm up, for 1.8 s (two runs of the same compiled rollout):
+    # the floor's force on the robot over the last 0.3 s
+    q0 = model.qpos0.at[2].set(0.12).at[3:7].set(jnp.asarray([np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0]))
+    state = jaxsim.make_state(model, q=q0)
+    for _ in range(2):
+        state, traj = roll(model, state, ctrls)
+    world_on_robot = jax.jit(jax.vmap(lambda s: jnp.sum(jnp.where(
+        s.contact.active[:, None], jaxsim.contact_forces(model, s).force2_w, 0.0), 0)))(traj)
+    lying = dict(force_z=float(np.mean(np.asarray(world_on_robot)[-100:, 2])),
+                 weight=float(jnp.sum(model.body_mass)) * 9.81, nonfinite=bool(state.nonfinite))
+    return dict(landing=landing, lying=lying)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ from conftest import check_grads_rev  # noqa: E402
 
 BATCH = 3
 EPISODE = 4  # env steps; env 0 is put one step before its episode's end
-# the gradient through a whole env step of the larger robots takes 30-100 s to compile
-# on two cores: the default suite checks it on the two light tasks
-HEAVY = ("ant", "humanoid", "quadruped_walk", "go2_terrain")
+# the gradient through a whole env step with contact takes 20 s (cube_push) to 100 s
+# to compile on two cores: the default suite checks it on the cart-pole, against finite
+# differences (contact rollouts' gradients: test_parameter_gradients.py)
+HEAVY = ("cube_push", "ant", "humanoid", "quadruped_walk", "go2_terrain")
 
 
 @pytest.mark.parametrize("name", jaxsim.envs.names())
@@ -138,6 +139,7 @@ def test_cartpole_randomization_fn_draws_per_env_models():
     assert np.all(np.diff(speed[np.argsort(masses)]) < 0), (masses, speed)
 
 
+@pytest.mark.benchmark  # a training run (30 s of CPU)
 def test_apg_learns_to_balance_the_cartpole():
     """``brax.training.agents.apg.train`` (gradients through the simulator) on the
     cart-pole started near upright: the deterministic policy's evaluation reward rises

@@ -237,6 +237,7 @@ def test_anitescu_tasora_hovers_at_mu_times_slip():
     assert abs(float(s.v[2]) - MU * float(s.v[0])) < 0.02 * MU * float(s.v[0]), (s.v[2], s.v[0])
 
 
+@pytest.mark.benchmark  # the default suite: test_parameter_gradients.py (cone-exact, kinetic friction)
 def test_stopping_distance_gradient_wrt_mu():
     """d(stopping distance)/d mu of a cube sliding at 1 m/s (exact Coulomb, forward mode
     through the implicit rule) against central finite differences of the simulation

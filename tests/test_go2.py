@@ -17,6 +17,7 @@ from jaxsim import ModelError, robots
 from jaxsim.robots import go2_stand, standing_figures
 
 
+@pytest.mark.benchmark  # an end-to-end run (13 s); the default suite checks the Go2's dynamics against MuJoCo
 def test_go2_stands_on_a_plane_and_on_bumps_with_implicit_pd():
     traj, target = go2_stand("relaxed", dt=0.01, seconds=4.0)
     figures = {ground: standing_figures(traj, target, g) for g, ground in enumerate(("plane", "hfield"))}

@@ -14,6 +14,7 @@ The perturbation: quaternions turn by 0.1 rad, an all-zero leaf gains 0.1, any o
 leaf is scaled by 1.1, or by 0.9 where 1.1 changes nothing (a rate capped at 1/dt).
 """
 
+import functools
 import os
 
 import jax
@@ -26,7 +27,7 @@ from jaxsim import ModelBuilder, scenes
 from jaxsim.io import load_mjcf
 from jaxsim.types import STRUCTURAL_FIELDS
 
-from conftest import gymnasium_dir
+from conftest import RUNS_LONG, gymnasium_dir
 
 TOL = 1e-9  # m or m/s: float64 rollouts of unchanged models agree bit for bit
 
@@ -123,7 +124,7 @@ def changes(scene: str) -> dict:
     model, state, steps = SCENES[scene]()
     ctrls = 0.3 * jax.random.normal(jax.random.PRNGKey(0), (steps, model.nu), jnp.float64)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=RUNS_LONG)  # run once per leaf and perturbation
     def trajectory(m):
         _, traj = jaxsim.rollout(m, state, ctrls)
         return jnp.concatenate([traj.q.reshape(-1), traj.v.reshape(-1)])

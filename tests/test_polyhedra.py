@@ -1,5 +1,5 @@
 """Intersection polyhedra and cross-sections of convex polyhedra (jaxsim.collision.polyhedra):
-analytic box cases, Monte-Carlo checks on random pairs, degenerate contacts with finite
+analytic box cases, random pairs against qhull, degenerate contacts with finite
 gradients, and jit / vmap / float32 consistency."""
 
 import numpy as np
@@ -140,32 +140,38 @@ def halfspaces(kind, spec, pos_w):
     return jax.jit(V.convex_halfspaces)(jnp.asarray(vert_b), jnp.asarray(faces), *f64(pos_w, rot_w))
 
 
-def monte_carlo(normals_w, offsets, lo, hi, rng, n, chunk=200_000):
-    """Volume, its standard error and centroid of the polyhedron ``normals_w x <= offsets``
-    from n uniform points in the box [lo, hi] (float32 points: fast, precise enough)."""
-    hits, total = 0, np.zeros(3)
-    normals_w, offsets = normals_w.astype(np.float32), offsets.astype(np.float32)
-    for start in range(0, n, chunk):
-        x = (lo + (hi - lo) * rng.random((min(chunk, n - start), 3))).astype(np.float32)
-        x = x[np.all(normals_w @ x.T <= offsets[:, None], 0)]  # (F, n): 3-4x faster than x @ normals_w.T
-        hits += len(x)
-        total += x.sum(0, dtype=np.float64)
-    box_vol, f = np.prod(hi - lo), hits / n
-    return f * box_vol, box_vol * np.sqrt(f * (1 - f) / n), total / max(hits, 1)
+def qhull_polytope(normals_w, offsets):
+    """Volume and centroid of the polyhedron ``normals_w x <= offsets`` by qhull
+    (scipy's halfspace intersection from the Chebyshev centre found by linprog, then
+    the convex hull of its vertices): independent of jaxsim's clipping."""
+    from scipy.optimize import linprog
+    from scipy.spatial import HalfspaceIntersection
+
+    norms = np.linalg.norm(normals_w, axis=1)
+    # the centre of the largest inscribed ball: max r s.t. n_k x + |n_k| r <= d_k
+    lp = linprog(np.r_[0, 0, 0, -1.0], A_ub=np.c_[normals_w, norms], b_ub=offsets,
+                 bounds=[(None, None)] * 3 + [(0, None)])
+    assert lp.status == 0 and lp.x[3] > 0, lp
+    hull = ConvexHull(HalfspaceIntersection(np.c_[normals_w, -offsets], lp.x[:3]).intersections)
+    apex = hull.points[hull.vertices].mean(0)  # tetrahedra from an interior point to each facet
+    tets = hull.points[hull.simplices] - apex  # (F, 3, 3)
+    vols = np.abs(np.linalg.det(tets)) / 6
+    centroid = apex + (vols[:, None] * tets.sum(1) / 4).sum(0) / vols.sum()
+    return hull.volume, centroid
 
 
-def test_random_pairs_monte_carlo():
+def test_random_pairs_against_qhull():
     """120 random overlapping pairs (box-box, box-hull, hull-hull; hulls of 8-20 random
     points, padded with degenerate triangles). B's centre is put at a random point of A,
     and pairs whose overlap fills < 30% of the intersection of the two bounding boxes
-    (estimated from 4000 points) are redrawn. Monte Carlo: 4e5 uniform points in that
-    box; the volume's relative standard error sqrt((1 - f) / (f n)) is then about
-    0.25% (f = 0.3), so the tolerance is max(1%, 4 sigma); the centroid's standard error
-    is < 0.1% of the box diagonal (tolerance 1%). Face areas must sum to the area of
-    scipy's convex hull of the valid vertices (1e-6 relative), and the volumes agree."""
+    (estimated from 4000 points) are redrawn. The volume must match qhull's
+    intersection of the same halfspaces (``qhull_polytope``) to 1e-9 relative and the
+    centroid to 1e-9 of the bounding box's diagonal (both agree to about 1e-13); the
+    face areas must sum to the area of scipy's convex hull of the valid vertices (1e-6
+    relative), and the volumes agree."""
     rng = np.random.default_rng(0)
     kinds = [("box", "box"), ("box", "mesh"), ("mesh", "mesh")]
-    max_faces, n_mc = 36, 400_000
+    max_faces = 36
     cases = {k: [] for k in kinds}
     while sum(map(len, cases.values())) < 120:
         kind = kinds[sum(map(len, cases.values())) % 3]
@@ -193,9 +199,9 @@ def test_random_pairs_monte_carlo():
         polys = jax.tree_util.tree_map(np.asarray, polys)
         for i, (*_, (normals_w, offsets, lo, hi)) in enumerate(group):
             poly = jax.tree_util.tree_map(lambda x: x[i], polys)
-            vol, sigma, centroid = monte_carlo(normals_w, offsets, lo, hi, rng, n_mc)
-            assert abs(poly.volume - vol) < max(0.01 * vol, 4 * sigma), (kind, i, poly.volume, vol)
-            np.testing.assert_allclose(poly.centroid, centroid, atol=0.01 * np.linalg.norm(hi - lo))
+            vol, centroid = qhull_polytope(normals_w, offsets)
+            np.testing.assert_allclose(poly.volume, vol, rtol=1e-9, err_msg=f"{kind} {i}")
+            np.testing.assert_allclose(poly.centroid, centroid, atol=1e-9 * np.linalg.norm(hi - lo))
             hull = ConvexHull(poly.vert[poly.vert_mask])
             np.testing.assert_allclose(poly.face_area.sum(), hull.area, rtol=1e-6)
             np.testing.assert_allclose(poly.volume, hull.volume, rtol=1e-6)

@@ -7,6 +7,7 @@ compile: the parameters, gravity and restitution are Model arrays)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import check_grads_rev, rollout_in_chunks
 
 import jaxsim
@@ -71,6 +72,7 @@ def test_ball_rebounds_to_e_squared_above_the_threshold_only():
     np.testing.assert_allclose([v_pgs, apex_pgs], [v_qp, apex_qp], rtol=1e-4)
 
 
+@pytest.mark.benchmark  # a 1400-step gradient; the default suite: test_parameter_gradients.py (restitution)
 def test_apex_gradient_with_respect_to_restitution():
     """d apex / d e of the ball (e = 0.5), forward mode through 1400 steps against a
     central finite difference, and near the analytic 2 e h."""

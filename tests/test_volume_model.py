@@ -7,6 +7,7 @@ gradients."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxsim
 from jaxsim import ModelBuilder
@@ -285,6 +286,7 @@ def test_mixed_scene_ball_keeps_its_point_contact():
                                [0, 0, 0.2 * G], atol=5e-3 * 0.2 * G)
 
 
+@pytest.mark.benchmark  # the default suite: test_parameter_gradients.py (volume), every parameter
 def test_gradient_of_a_volume_step():
     """``check_grads`` (reverse mode, float64; one compile: ``conftest.check_grads_rev``)
     on one step of a cube settling on the floor (a generic pose: tilted about x and y,
