@@ -174,7 +174,7 @@ def humanoid_landing(_: str) -> dict:
     world_on_robot = jax.jit(jax.vmap(lambda s: jnp.sum(jnp.where(
         s.contact.active[:, None], jaxsim.contact_forces(model, s).force2_w, 0.0), 0)))(traj)
     lying = dict(force_z=float(np.mean(np.asarray(world_on_robot)[-100:, 2])),
-                 weight=float(jnp.sum(model.body_mass)) * 9.81, nonfinite=bool(state.nonfinite))
+                 weight=float(jnp.sum(model.body_mass) * jnp.linalg.norm(model.opt.gravity)), nonfinite=bool(state.nonfinite))
     return dict(landing=landing, lying=lying)
 
 
