@@ -14,8 +14,12 @@ instead (``cartpole``: the same model file, reset, observation and reward steppe
 MJX; ``ant``: Brax's MJX ``ant``, with jaxsim's ant then to be run with
 ``--env include_cfrc_ext_in_observation=False contact_cost_weight=0.0`` for the same
 observation and reward, and ``model=<Brax's ant.xml>`` for the same model file), and
-the JSON records env-steps/s during training (between the first and the last
-evaluation, compiles excluded).
+the JSON records env-steps/s during training (``steps_per_second``: a training
+epoch's env-steps over the median epoch's duration, the first epoch's compile and
+the evaluations left out; ``env_steps_per_wall_s`` counts the evaluations too). ``--eval-episodes`` (default 128) runs the trained policy
+deterministically and reports the task's metrics at the episodes' ends (for
+``cube_push``, ``success`` is then the share of episodes that end with the cube
+within 2 cm of its target).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import sys
 import time
 
 import jax
+import numpy as np
 
 import jaxsim.envs
 from jaxsim.envs import training
@@ -88,12 +93,18 @@ def mjx_env(task: str, env_kwargs: dict):
     return MjxCartpole()
 
 
-def steps_per_second(curve: training.Curve) -> float:
-    """Env-steps/s between the first and the last evaluation (compiles excluded)."""
+def steps_per_second(curve: training.Curve, clock: str = "training_s") -> float:
+    """Env-steps/s of a typical training epoch: the epoch's env-steps over its median
+    duration, the first epoch (which holds the training step's compile) left out.
+
+    ``clock="training_s"`` times only the agent's training epochs (an evaluation's
+    cost depends on what the policy does, not on the training); ``"wall_s"`` also
+    counts the evaluation that follows each epoch.
+    """
     if len(curve.env_steps) < 3:
         return float("nan")
-    # the first interval holds the training step's compile: start from the second evaluation
-    return (curve.env_steps[-1] - curve.env_steps[1]) / (curve.wall_s[-1] - curve.wall_s[1])
+    steps, clock_s = np.diff(curve.env_steps[1:]), np.diff(getattr(curve, clock)[1:])
+    return float(np.median(steps) / np.median(clock_s))
 
 
 def plot(curve: training.Curve, title: str, path: str) -> None:
@@ -122,6 +133,8 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="train keywords replacing the tuned ones")
     p.add_argument("--env", nargs="*", metavar="KEY=VALUE", help="keywords of the task (contact=..., ...)")
+    p.add_argument("--eval-episodes", type=int, default=128,
+                   help="episodes of the trained policy whose final metrics are reported (0: none)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = p.parse_args(argv)
 
@@ -136,18 +149,27 @@ def main(argv=None) -> None:
               f"reward {float(metrics['eval/episode_reward']):8.2f}", flush=True)
 
     start = time.perf_counter()
-    _, _, curve = training.train(env, args.task, args.agent, progress_fn=progress, seed=args.seed, **overrides)
+    make_policy, params, curve = training.train(env, args.task, args.agent, progress_fn=progress, seed=args.seed, **overrides)
     total = time.perf_counter() - start
+    final = {}
+    if args.eval_episodes > 0:
+        ends = training.final_metrics(env, make_policy(params, deterministic=True), args.eval_episodes,
+                                      settings["episode_length"], seed=args.seed + 1)
+        final = {name: float(value.mean()) for name, value in ends.items()}
+        print(f"trained policy, {args.eval_episodes} episodes, means at their ends: "
+              + ", ".join(f"{name} {value:.4g}" for name, value in final.items()), flush=True)
     os.makedirs(args.out, exist_ok=True)
     suffix = "" if args.backend == "jaxsim" else f"_{args.backend}"
     stem = os.path.join(args.out, f"train_{args.task}_{args.agent}{suffix}")
     with open(stem + ".json", "w") as f:
         json.dump(dict(task=args.task, agent=args.agent, backend=args.backend, env=env_kwargs,
-                       env_steps_per_s=steps_per_second(curve), settings=settings, networks=sizes,
-                       seed=args.seed, wall_s=total, curve=curve.__dict__, platform=jax.devices()[0].platform,
+                       env_steps_per_s=steps_per_second(curve),
+                       env_steps_per_wall_s=steps_per_second(curve, "wall_s"), settings=settings, networks=sizes,
+                       seed=args.seed, wall_s=total, final_metrics=final, eval_episodes=args.eval_episodes, curve=curve.__dict__, platform=jax.devices()[0].platform,
                        cpus=os.cpu_count(), argv=sys.argv[1:]), f, indent=1)
     plot(curve, f"{args.task}, {args.agent} ({args.backend})", stem + ".png")
-    print(f"best reward {max(curve.reward):.2f}, {steps_per_second(curve):,.0f} env-steps/s while training, "
+    print(f"best reward {max(curve.reward):.2f}, {steps_per_second(curve):,.0f} env-steps/s while training "
+          f"({steps_per_second(curve, 'wall_s'):,.0f} with the evaluations), "
           f"{total:.0f} s in all; wrote {stem}.json and .png")
 
 

@@ -102,6 +102,36 @@ def test_registry():
         jaxsim.envs.register("x", 3)
 
 
+class _CountdownEnv(jaxsim.envs.Env):
+    """Counts its steps; an episode ends after a length drawn at reset (1-5 steps)."""
+
+    def reset(self, rng):
+        length = jax.random.randint(rng, (), 1, 6).astype(jnp.float32)
+        zero = jnp.zeros(())
+        return jaxsim.envs.State(zero, jnp.stack([zero, length]), zero, zero,
+                                 metrics={"count": zero, "length": length}, info={})
+
+    def step(self, state, action):
+        count = state.obs[0] + 1.0 + 0.0 * action[0]
+        done = (count >= state.obs[1]).astype(jnp.float32)
+        state.metrics.update(count=count)
+        return state.replace(obs=jnp.stack([count, state.obs[1]]), done=done)
+
+    observation_size, action_size, backend = 2, 1, "test"
+
+
+def test_final_metrics_hold_each_episode_at_its_end():
+    """``training.final_metrics`` reports each episode's metrics at its last step: an
+    episode that ends early is held there, one that never ends runs to the length."""
+    from jaxsim.envs.training import final_metrics
+    ends = final_metrics(_CountdownEnv(), lambda obs, key: (jnp.zeros((obs.shape[0], 1)), {}), episodes=16,
+                         episode_length=3)
+    expected = np.minimum(ends["length"], 3)
+    assert np.unique(ends["length"]).size > 2  # the episodes' lengths differ
+    np.testing.assert_array_equal(ends["count"], expected)
+    np.testing.assert_array_equal(ends["steps"], expected)
+
+
 def test_cartpole_reward_gradient_matches_finite_differences():
     env = jaxsim.envs.get("cartpole", dtype=jnp.float64)
     state = env.reset(jax.random.PRNGKey(3))

@@ -4,28 +4,38 @@ the arm).
 
 A 0.5 kg cube (free joint, friction 0.5 with the floor) starts at rest on the floor at
 the origin with a random yaw. A 0.3 kg sphere of radius 2.5 cm, its centre 3 cm above the
-floor, moves on two slide joints (x, then y; +-0.6 m) driven by velocity servos: the
-action in [-1, 1]^2 is the commanded pusher velocity in units of ``max_speed`` (0.5 m/s),
-and each servo pushes with up to 10 N. The pusher only touches the cube (never the
-floor), below the cube's centre, where a push slides the cube rather than tipping it.
-Each episode draws the target (uniform over the annulus ``target_min_radius`` to
-``target_radius`` around the cube's start, 5-30 cm) and the pusher's start (15-25 cm
-from the cube, any side).
+floor, moves on two slide joints (x, then y; +-0.6 m) driven by velocity servos, each
+pushing with up to 10 N. The pusher only touches the cube (never the floor), below the
+cube's centre, where a push slides the cube rather than tipping it. Each episode draws
+the target (uniform over the annulus ``target_min_radius`` to ``target_radius`` around
+the cube's start, 5-30 cm) and the pusher's start (15-25 cm from the cube, any side).
 
-- Observation (21): pusher position (2, m) and velocity (2, m/s); cube position (3, m),
-  ``cos 4 yaw`` and ``sin 4 yaw`` (2: the cube looks the same every quarter turn),
-  linear velocity (3, m/s) and angular velocity (3, rad/s), both in the world frame;
-  target position (2, m); cube-to-target and pusher-to-cube vectors (2 + 2, m).
+The policy sees and acts in the episode's task frame: the floor plane turned so that
+its x axis points from the cube's start (the origin) to the target, z up. Every target
+direction is then the same problem, and a policy need not learn each one apart.
+
+- Action in [-1, 1]^2: the commanded pusher velocity (task frame) in units of
+  ``max_speed`` (0.5 m/s); each world axis' servo command is clipped to
+  ``max_speed``.
+- Observation (23), planar vectors in the task frame: pusher position (2, m) and
+  velocity (2, m/s); cube position (3, m), ``cos 4 yaw`` and ``sin 4 yaw`` (2: its
+  yaw from the task frame's x axis; the cube looks the same every quarter turn),
+  linear velocity (3, m/s) and angular velocity (3, rad/s); target position (2, m);
+  cube-to-target, pusher-to-cube and pusher-to-push-point vectors (2 + 2 + 2, m).
 - Reward: ``- distance - reach_weight * reach - ctrl_cost_weight * |action|^2 +
-  success_bonus * tolerance(distance, (0, success_radius), margin=success_radius)``
-  with ``distance`` the cube-to-target distance and ``reach`` the pusher-to-cube
-  (centre to centre) distance in the floor plane (m), and ``rewards.tolerance``'s
-  Gaussian (1 within ``success_radius`` = 2 cm of the target, 0.1 at 4 cm). Every term
-  is smooth in the action, so ``apg`` gets gradients through the contacts.
+  success_bonus * tolerance(distance, (0, 0), margin=bonus_margin)``
+  with ``distance`` the cube-to-target distance and ``reach`` the distance from the
+  pusher's centre to the push point, the pusher's place touching the cube on the far
+  side from the target (where a push moves the cube towards the target), in the floor
+  plane (m), and ``rewards.tolerance``'s Gaussian (1 at the target, 0.91 at 2 cm, 0.1
+  at ``bonus_margin`` = 10 cm: it pays for every centimetre, success's 2 cm
+  included). Every term is smooth in the action, so ``apg`` gets
+  gradients through the contacts.
 - Metrics: ``distance`` (m), ``success`` (1 while the cube is within 2 cm of the
   target), ``reach`` (m).
-- Termination: the cube leaving the workspace (``workspace`` = 0.5 m from the origin,
-  or its centre below the floor or above 0.2 m), or a non-finite state.
+- Termination: the cube's centre below the floor or above 0.2 m, or a non-finite
+  state. A cube pushed far away does not end the episode: its rewards are negative,
+  so an early end would pay.
 - dt = 20 ms: two 10 ms steps of the default contact model (see ``CubePush``);
   episodes of 200 steps (4 s) leave time to circle the cube and push it 30 cm.
 """
@@ -124,7 +134,8 @@ class CubePush(PipelineEnv):
 
     def __init__(self, dtype=jnp.float32, target_radius: float = 0.3, target_min_radius: float = 0.05,
                  success_radius: float = 0.02, max_speed: float = 0.5, reach_weight: float = 0.5,
-                 ctrl_cost_weight: float = 0.01, success_bonus: float = 1.0, workspace: float = 0.5,
+                 ctrl_cost_weight: float = 0.01, success_bonus: float = 1.0, bonus_margin: float = 0.1,
+                 workspace: float = 0.5,
                  n_frames: int = 2, **options):
         """Args:
           dtype: the model's float dtype.
@@ -134,9 +145,12 @@ class CubePush(PipelineEnv):
           max_speed: m/s, the pusher speed an action of 1 commands.
           reach_weight: weight of the pusher-to-cube distance in the reward.
           ctrl_cost_weight: weight of ``|action|^2`` in the reward.
-          success_bonus: reward per step with the cube within ``success_radius``.
-          workspace: m, the cube's distance from the origin that ends the episode (the
-            pusher's slides reach 0.1 m farther).
+          success_bonus: the closeness bonus per step with the cube on the target.
+          bonus_margin: m, the bonus falls off from the target as a Gaussian, to a
+            tenth at this distance: a cube pushed closer earns more of it well
+            before it arrives.
+          workspace: m, the region the targets lie in (from the origin); the pusher's
+            slides reach 0.1 m farther.
           n_frames: simulator steps per environment step.
           **options: ModelBuilder options (``contact``: any of
             ``jaxsim.CONTACT_MODELS``; ``timestep``, default 10 ms; ...).
@@ -147,15 +161,15 @@ class CubePush(PipelineEnv):
         if not target_radius + CUBE_SIZE < workspace:
             raise ValueError(f"CubePush: the workspace ({workspace} m) must hold the targets ({target_radius} m) "
                              f"and the cube")
-        if not (success_radius > 0 and max_speed > 0):
-            raise ValueError(f"CubePush: success_radius and max_speed must be positive, got {success_radius}, "
-                             f"{max_speed}")
+        if not (success_radius > 0 and max_speed > 0 and bonus_margin > 0):
+            raise ValueError(f"CubePush: success_radius, bonus_margin and max_speed must be positive, got "
+                             f"{success_radius}, {bonus_margin}, {max_speed}")
         super().__init__(build_model(dtype, max_speed=max_speed, pusher_range=workspace + 0.1, **options),
                          n_frames=n_frames)
         self._target_radius, self._target_min_radius = float(target_radius), float(target_min_radius)
         self._success_radius, self._max_speed = float(success_radius), float(max_speed)
         self._reach_weight, self._ctrl_cost_weight = float(reach_weight), float(ctrl_cost_weight)
-        self._success_bonus, self._workspace = float(success_bonus), float(workspace)
+        self._success_bonus, self._bonus_margin = float(success_bonus), float(bonus_margin)
 
     def reset(self, rng: jax.Array) -> State:
         k_yaw, k_target, k_pusher = jax.random.split(rng, 3)
@@ -170,35 +184,60 @@ class CubePush(PipelineEnv):
         cube = jnp.concatenate([jnp.asarray([0.0, 0.0, CUBE_SIZE / 2], dtype),
                                 jnp.stack([jnp.cos(yaw / 2), zero, zero, jnp.sin(yaw / 2)])])
         ps = self.pipeline_init(jnp.concatenate([pusher, cube]), jnp.zeros(self.sys.nv, dtype))
-        return State(ps, self._obs(ps, target), zero, zero,
-                     metrics={"distance": zero, "success": zero, "reach": zero}, info={"target": target})
+        axes = target / math.safe_norm(target)  # the task frame's x axis in the world (cos, sin)
+        return State(ps, self._obs(ps, target, axes), zero, zero,
+                     metrics={"distance": zero, "success": zero, "reach": zero},
+                     info={"target": target, "task_axes": axes})
 
     def step(self, state: State, action: jax.Array) -> State:
-        # the servos' ctrlrange clamps the command to +-max_speed
-        ps = self.pipeline_step(state.pipeline_state, self._max_speed * action)
-        target = state.info["target"]
+        target, axes = state.info["target"], state.info["task_axes"]
+        # the action is a velocity in the task frame; the servos' ctrlrange clamps each
+        # world axis' command to +-max_speed
+        ps = self.pipeline_step(state.pipeline_state, self._max_speed * _from_task(axes, action))
         pusher, cube = ps.q[0:2], ps.q[2:5]
         distance = math.safe_norm(cube[:2] - target)
-        reach = math.safe_norm(cube[:2] - pusher)
-        near = tolerance(distance, bounds=(0.0, self._success_radius), margin=self._success_radius)
+        reach = math.safe_norm(self._push_point(cube[:2], target) - pusher)
+        near = tolerance(distance, bounds=(0.0, 0.0), margin=self._bonus_margin)
         reward = finite_or(-distance - self._reach_weight * reach
                            - self._ctrl_cost_weight * jnp.sum(action ** 2) + self._success_bonus * near)
-        outside = ((jnp.sum(cube[:2] ** 2) > self._workspace ** 2)
-                   | (cube[2] < CUBE_Z_RANGE[0]) | (cube[2] > CUBE_Z_RANGE[1]))
+        outside = (cube[2] < CUBE_Z_RANGE[0]) | (cube[2] > CUBE_Z_RANGE[1])
         done = jnp.where(ps.nonfinite | outside, 1.0, state.done).astype(reward.dtype)
         success = (distance < self._success_radius).astype(reward.dtype)
         # in place, as Brax's envs do: wrappers keep metrics of their own in the same dict
         state.metrics.update(distance=finite_or(distance), success=success, reach=finite_or(reach))
-        return state.replace(pipeline_state=ps, obs=self._obs(ps, target), reward=reward, done=done)
+        return state.replace(pipeline_state=ps, obs=self._obs(ps, target, axes), reward=reward, done=done)
 
-    def _obs(self, ps, target: jax.Array) -> jax.Array:
+    def _push_point(self, cube_xy: jax.Array, target: jax.Array) -> jax.Array:
+        """(2,) m, the pusher's place behind the cube on the far side from the target:
+        from there a push moves the cube towards the target (a reach to the cube's
+        centre would not say from which side to push)."""
+        offset = target - cube_xy
+        heading = offset / jnp.maximum(math.safe_norm(offset), self._success_radius)
+        return cube_xy - (CUBE_SIZE / 2 + PUSHER_RADIUS) * heading
+
+    def _obs(self, ps, target: jax.Array, axes: jax.Array) -> jax.Array:
         pusher, cube, quat = ps.q[0:2], ps.q[2:5], ps.q[5:9]
         w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-        yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) - jnp.arctan2(axes[1], axes[0])
         omega = math.quat_rotate(quat, ps.v[5:8])  # the free joint's angular velocity is in the body frame
+
+        def planar(v):  # a world vector's x, y in the task frame, z kept
+            return jnp.concatenate([_to_task(axes, v[:2]), v[2:]])
+
         return finite_or(jnp.concatenate([
-            pusher, ps.v[0:2], cube, jnp.stack([jnp.cos(4 * yaw), jnp.sin(4 * yaw)]), ps.v[2:5], omega,
-            target, target - cube[:2], cube[:2] - pusher]))
+            planar(pusher), planar(ps.v[0:2]), planar(cube), jnp.stack([jnp.cos(4 * yaw), jnp.sin(4 * yaw)]),
+            planar(ps.v[2:5]), planar(omega), planar(target), planar(target - cube[:2]), planar(cube[:2] - pusher),
+            planar(self._push_point(cube[:2], target) - pusher)]))
+
+
+def _to_task(axes: jax.Array, xy_w: jax.Array) -> jax.Array:
+    """(2,) a world-frame planar vector in the task frame (x along ``axes``)."""
+    return jnp.stack([axes[0] * xy_w[0] + axes[1] * xy_w[1], axes[0] * xy_w[1] - axes[1] * xy_w[0]])
+
+
+def _from_task(axes: jax.Array, xy_t: jax.Array) -> jax.Array:
+    """(2,) a task-frame planar vector in the world frame."""
+    return jnp.stack([axes[0] * xy_t[0] - axes[1] * xy_t[1], axes[1] * xy_t[0] + axes[0] * xy_t[1]])
 
 
 def _annulus(rng: jax.Array, r_min: float, r_max: float, dtype) -> jax.Array:

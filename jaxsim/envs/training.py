@@ -3,9 +3,13 @@ that records the learning curve.
 
 ``brax.training``'s agents take a jaxsim task unchanged; this module only holds what a
 user would otherwise look up: per task and agent, the keyword arguments of
-``brax.training.agents.ppo.train`` / ``apg.train`` that trained it here, and the
-network sizes. ``train`` runs the agent with them and returns the policy and the
-curve (evaluation reward against env-steps and wall time).
+``brax.training.agents.ppo.train`` / ``apg.train`` and the network sizes. For
+``cartpole``, ``cube_push`` and ``ant`` they are the settings that trained the task on
+a 2-core CPU; ``humanoid``, ``quadruped_walk`` and ``go2_terrain`` train too slowly
+there to tune, and get the published settings of their Brax and MuJoCo Playground
+counterparts, scaled to 256 envs. ``train`` runs the agent with them and returns the
+policy and the curve (evaluation reward against env-steps and wall time);
+``final_metrics`` reports where a policy's episodes end (a task's success rate).
 
 ``brax.training``'s agents also place their state with ``jax.device_put_replicated``,
 which newer JAX releases removed in favour of ``jax.device_put`` with a sharding;
@@ -26,6 +30,14 @@ import numpy as np
 
 AGENTS = ("ppo", "apg")
 
+# Brax's PPO settings for its locomotion tasks at 256 envs, the batch a 2-core CPU runs
+_PPO_ON_CPU = dict(num_envs=256, batch_size=256, num_minibatches=8, num_updates_per_batch=4, discounting=0.97,
+                   learning_rate=3e-4, normalize_observations=True, num_evals=6, num_eval_envs=64)
+_BRAX_NETWORKS = ((32, 32, 32, 32), (256, 256, 256, 256, 256))
+# the legged walks: MuJoCo Playground's joystick settings (servo-target actions)
+_LEGGED_PPO = dict(_PPO_ON_CPU, num_timesteps=20_000_000, unroll_length=20, entropy_cost=1e-2, reward_scaling=1.0)
+_LEGGED_NETWORKS = ((128, 128, 128, 128), (256, 256, 256, 256, 256))
+
 # task -> agent -> (keywords of the agent's train function, (policy, value) hidden sizes)
 HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
     "cartpole": {
@@ -38,13 +50,25 @@ HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
         "apg": (dict(episode_length=200, policy_updates=60, horizon_length=32, num_envs=16, num_evals=6,
                      learning_rate=3e-4, normalize_observations=True, num_eval_envs=32), ((32, 32, 32, 32), None)),
     },
+    "cube_push": {
+        # a small entropy cost: the push must be aimed to a centimetre
+        "ppo": (dict(num_timesteps=6_000_000, episode_length=200, num_envs=512, batch_size=512,
+                     num_minibatches=8, unroll_length=10, num_updates_per_batch=4, discounting=0.97,
+                     learning_rate=1e-3, entropy_cost=1e-3, reward_scaling=10.0, normalize_observations=True,
+                     num_evals=7, num_eval_envs=64), ((64, 64), (128, 128))),
+    },
     "ant": {
         # Brax's published ant settings, scaled from 4,096 envs on an accelerator to a CPU
-        "ppo": (dict(num_timesteps=5_000_000, episode_length=1000, num_envs=256, batch_size=256,
-                     num_minibatches=8, unroll_length=5, num_updates_per_batch=4, discounting=0.97,
-                     learning_rate=3e-4, entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
-                     num_evals=6, num_eval_envs=64), ((32, 32, 32, 32), (256, 256, 256, 256, 256))),
+        "ppo": (dict(_PPO_ON_CPU, num_timesteps=5_000_000, episode_length=1000, unroll_length=5,
+                     entropy_cost=1e-2, reward_scaling=10.0), _BRAX_NETWORKS),
     },
+    "humanoid": {
+        # Brax's published humanoid settings, scaled from 2,048 envs to a CPU
+        "ppo": (dict(_PPO_ON_CPU, num_timesteps=50_000_000, episode_length=1000, unroll_length=10,
+                     entropy_cost=1e-3, reward_scaling=0.1), _BRAX_NETWORKS),
+    },
+    "quadruped_walk": {"ppo": (dict(_LEGGED_PPO, episode_length=500), _LEGGED_NETWORKS)},
+    "go2_terrain": {"ppo": (dict(_LEGGED_PPO, episode_length=1000), _LEGGED_NETWORKS)},
 }
 
 
@@ -82,12 +106,16 @@ class Curve:
       wall_s: s since the start of ``train`` (compiles included).
       reward: mean evaluation episode reward.
       reward_std: its standard deviation over the evaluation envs.
+      training_s: s spent in the agent's training epochs before each evaluation
+        (Brax's ``training/walltime``: compiles included, evaluations excluded; nan
+        where the agent does not report it, as before the first epoch).
     """
 
     env_steps: list = dataclasses.field(default_factory=list)
     wall_s: list = dataclasses.field(default_factory=list)
     reward: list = dataclasses.field(default_factory=list)
     reward_std: list = dataclasses.field(default_factory=list)
+    training_s: list = dataclasses.field(default_factory=list)
 
 
 def hyperparameters(task: str, agent: str) -> tuple[dict, tuple]:
@@ -133,6 +161,7 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
         curve.wall_s.append(time.perf_counter() - start)
         curve.reward.append(float(metrics["eval/episode_reward"]))
         curve.reward_std.append(float(metrics.get("eval/episode_reward_std", np.nan)))
+        curve.training_s.append(float(metrics.get("training/walltime", np.nan)))
         if progress_fn is not None:
             progress_fn(steps, metrics)
 
@@ -146,3 +175,44 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
     make_policy, params, _ = agent_train.train(environment=env, network_factory=factory, progress_fn=progress,
                                                **kwargs)
     return make_policy, params, curve
+
+
+def final_metrics(env, policy: Callable, episodes: int, episode_length: int, seed: int = 0) -> dict:
+    """The task's metrics at the end of ``episodes`` episodes of ``policy``.
+
+    Brax's evaluator reports metrics summed over an episode; a task's success (the
+    cube at its target, the pole up) is a statement about where an episode ends. Each
+    episode runs ``episode_length`` steps or until ``done``, whose state is then held.
+
+    Args:
+      env: the environment.
+      policy: ``policy(obs, rng) -> (action, extras)``, as Brax's
+        ``make_policy(params, deterministic=True)``.
+      episodes: how many episodes (run as one batch).
+      episode_length: steps per episode.
+      seed: draws the resets.
+
+    Returns:
+      name -> (episodes,) numpy array of the metric at each episode's end, plus
+      ``"steps"``: how many steps each episode ran.
+    """
+    def run(rng):
+        state = jax.vmap(env.reset)(jax.random.split(rng, episodes))
+        steps = jnp.zeros(episodes, jnp.int32)
+
+        def one(carry, key):
+            state, steps = carry
+            action = policy(state.obs, key)[0]
+            new = jax.vmap(env.step)(state, action)
+            live = state.done == 0
+            state = jax.tree.map(lambda n, o: jnp.where(live.reshape(live.shape + (1,) * (n.ndim - 1)), n, o),
+                                 new, state)
+            return (state, steps + live), None
+
+        (state, steps), _ = jax.lax.scan(one, (state, steps), jax.random.split(rng, episode_length))
+        return state.metrics, steps
+
+    metrics, steps = jax.jit(run)(jax.random.PRNGKey(seed))
+    out = {name: np.asarray(value) for name, value in metrics.items()}
+    out["steps"] = np.asarray(steps)
+    return out
