@@ -16,10 +16,10 @@ MJX; ``ant``: Brax's MJX ``ant``, with jaxsim's ant then to be run with
 observation and reward, and ``model=<Brax's ant.xml>`` for the same model file), and
 the JSON records env-steps/s during training (``steps_per_second``: a training
 epoch's env-steps over the median epoch's duration, the first epoch's compile and
-the evaluations left out; ``env_steps_per_wall_s`` counts the evaluations too). ``--eval-episodes`` (default 128) runs the trained policy
-deterministically and reports the task's metrics at the episodes' ends (for
-``cube_push``, ``success`` is then the share of episodes that end with the cube
-within 2 cm of its target).
+the evaluations left out; ``env_steps_per_wall_s`` counts the evaluations too).
+``--eval-episodes`` (default 128) runs the trained policy deterministically and
+reports the task's metrics at the episodes' ends (for ``cube_push``, ``success`` is
+then the share of episodes that end with the cube within 2 cm of its target).
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ def main(argv=None) -> None:
               f"reward {float(metrics['eval/episode_reward']):8.2f}", flush=True)
 
     start = time.perf_counter()
-    make_policy, params, curve = training.train(env, args.task, args.agent, progress_fn=progress, seed=args.seed, **overrides)
+    make_policy, params, curve = training.train(env, args.task, args.agent, progress_fn=progress, seed=args.seed,
+                                                **overrides)
     total = time.perf_counter() - start
     final = {}
     if args.eval_episodes > 0:
@@ -165,8 +166,9 @@ def main(argv=None) -> None:
         json.dump(dict(task=args.task, agent=args.agent, backend=args.backend, env=env_kwargs,
                        env_steps_per_s=steps_per_second(curve),
                        env_steps_per_wall_s=steps_per_second(curve, "wall_s"), settings=settings, networks=sizes,
-                       seed=args.seed, wall_s=total, final_metrics=final, eval_episodes=args.eval_episodes, curve=curve.__dict__, platform=jax.devices()[0].platform,
-                       cpus=os.cpu_count(), argv=sys.argv[1:]), f, indent=1)
+                       seed=args.seed, wall_s=total, final_metrics=final, eval_episodes=args.eval_episodes,
+                       curve=curve.__dict__, platform=jax.devices()[0].platform, cpus=os.cpu_count(),
+                       argv=sys.argv[1:]), f, indent=1)
     plot(curve, f"{args.task}, {args.agent} ({args.backend})", stem + ".png")
     print(f"best reward {max(curve.reward):.2f}, {steps_per_second(curve):,.0f} env-steps/s while training "
           f"({steps_per_second(curve, 'wall_s'):,.0f} with the evaluations), "

@@ -29,8 +29,8 @@ direction is then the same problem, and a policy need not learn each one apart.
   side from the target (where a push moves the cube towards the target), in the floor
   plane (m), and ``rewards.tolerance``'s Gaussian (1 at the target, 0.91 at 2 cm, 0.1
   at ``bonus_margin`` = 10 cm: it pays for every centimetre, success's 2 cm
-  included). Every term is smooth in the action, so ``apg`` gets
-  gradients through the contacts.
+  included). Every term is smooth in the action, so ``apg`` gets gradients through
+  the contacts.
 - Metrics: ``distance`` (m), ``success`` (1 while the cube is within 2 cm of the
   target), ``reach`` (m).
 - Termination: the cube's centre below the floor or above 0.2 m, or a non-finite
@@ -143,7 +143,7 @@ class CubePush(PipelineEnv):
           target_min_radius: m, the nearest (targets are uniform over the annulus).
           success_radius: m, the cube-to-target distance that counts as success.
           max_speed: m/s, the pusher speed an action of 1 commands.
-          reach_weight: weight of the pusher-to-cube distance in the reward.
+          reach_weight: weight of the pusher-to-push-point distance in the reward.
           ctrl_cost_weight: weight of ``|action|^2`` in the reward.
           success_bonus: the closeness bonus per step with the cube on the target.
           bonus_margin: m, the bonus falls off from the target as a Gaussian, to a
@@ -193,7 +193,7 @@ class CubePush(PipelineEnv):
         target, axes = state.info["target"], state.info["task_axes"]
         # the action is a velocity in the task frame; the servos' ctrlrange clamps each
         # world axis' command to +-max_speed
-        ps = self.pipeline_step(state.pipeline_state, self._max_speed * _from_task(axes, action))
+        ps = self.pipeline_step(state.pipeline_state, self._max_speed * _rotate(axes, action))
         pusher, cube = ps.q[0:2], ps.q[2:5]
         distance = math.safe_norm(cube[:2] - target)
         reach = math.safe_norm(self._push_point(cube[:2], target) - pusher)
@@ -221,8 +221,10 @@ class CubePush(PipelineEnv):
         yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) - jnp.arctan2(axes[1], axes[0])
         omega = math.quat_rotate(quat, ps.v[5:8])  # the free joint's angular velocity is in the body frame
 
+        to_task = axes * jnp.asarray([1, -1], axes.dtype)
+
         def planar(v):  # a world vector's x, y in the task frame, z kept
-            return jnp.concatenate([_to_task(axes, v[:2]), v[2:]])
+            return jnp.concatenate([_rotate(to_task, v[:2]), v[2:]])
 
         return finite_or(jnp.concatenate([
             planar(pusher), planar(ps.v[0:2]), planar(cube), jnp.stack([jnp.cos(4 * yaw), jnp.sin(4 * yaw)]),
@@ -230,14 +232,11 @@ class CubePush(PipelineEnv):
             planar(self._push_point(cube[:2], target) - pusher)]))
 
 
-def _to_task(axes: jax.Array, xy_w: jax.Array) -> jax.Array:
-    """(2,) a world-frame planar vector in the task frame (x along ``axes``)."""
-    return jnp.stack([axes[0] * xy_w[0] + axes[1] * xy_w[1], axes[0] * xy_w[1] - axes[1] * xy_w[0]])
-
-
-def _from_task(axes: jax.Array, xy_t: jax.Array) -> jax.Array:
-    """(2,) a task-frame planar vector in the world frame."""
-    return jnp.stack([axes[0] * xy_t[0] - axes[1] * xy_t[1], axes[1] * xy_t[0] + axes[0] * xy_t[1]])
+def _rotate(cos_sin: jax.Array, xy: jax.Array) -> jax.Array:
+    """(2,) ``xy`` turned by the angle whose (cos, sin) is ``cos_sin``: the task frame's
+    axes (its x axis in the world) take a task-frame vector to the world, their
+    conjugate ``(cos, -sin)`` a world vector to the task frame."""
+    return jnp.stack([cos_sin[0] * xy[0] - cos_sin[1] * xy[1], cos_sin[1] * xy[0] + cos_sin[0] * xy[1]])
 
 
 def _annulus(rng: jax.Array, r_min: float, r_max: float, dtype) -> jax.Array:
