@@ -160,8 +160,10 @@ def _step_table(data: dict, path: pathlib.Path) -> str:
     results = data["results"]
     unchunked = any("jaxsim_unchunked_steps_per_s" in r for r in results)
     has_c = any(r.get("mujoco_c") for r in results)
+    has_it = bool(data.get("iterations"))
     head = ["scene", "batch", "jaxsim steps/s"] + (["jaxsim, one vmap"] if unchunked else []) + \
-        ["MJX steps/s", "jaxsim / MJX"] + (["MuJoCo C steps/s"] if has_c else []) + ["jaxsim iterations / step (mean / max)"]
+        ["MJX steps/s", "jaxsim / MJX"] + (["MuJoCo C steps/s"] if has_c else []) + \
+        (["jaxsim iterations / step (mean / max)"] if has_it else [])
     rows = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     seen = set()
     for r in results:
@@ -180,7 +182,8 @@ def _step_table(data: dict, path: pathlib.Path) -> str:
         cells += [_n(mjx.get("steps_per_s")) or "n/a", _ratio(r.get("jaxsim_over_mjx"))]
         if has_c:
             cells.append(_n(c.get("steps_per_s")))
-        cells.append(it)
+        if has_it:
+            cells.append(it)
         rows.append("| " + " | ".join(cells) + " |")
     args = data.get("args", {})
     extra = f"float32, {args.get('steps', 10)} steps per timed call"

@@ -11,15 +11,15 @@ import weakref
 import jax
 import pytest
 
-from jaxsim.xla_flags import use_fast_cpu_compile
+from jaxsim.xla_flags import FAST_CPU_COMPILE, use_fast_cpu_compile
 
 # before any test starts JAX's backend: XLA's compiles are most of the suite's time.
 # The suite's rollouts are short, so it also compiles at XLA's backend optimization
 # level 0 without LLVM's expensive passes (a 100-step cube rollout gradient: 8.5 s
 # instead of 11.6 s at level 1, running 7 % slower); programs that users run long keep
 # XLA's default level
-use_fast_cpu_compile()
-use_fast_cpu_compile(flags=("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"))
+use_fast_cpu_compile(flags=FAST_CPU_COMPILE + ("--xla_backend_optimization_level=0",
+                                                "--xla_llvm_disable_expensive_passes=true"))
 # per-program options (``jax.jit(..., compiler_options=RUNS_LONG)``) for the few tests
 # whose program runs many times: XLA's default level, which runs them 2-5x faster
 RUNS_LONG = {"xla_backend_optimization_level": 2, "xla_llvm_disable_expensive_passes": False}

@@ -88,6 +88,17 @@ def test_fast_cpu_compile_flag_is_added_once_and_never_overrides():
     assert FAST_CPU_COMPILE[0] in os.environ["XLA_FLAGS"].split()
 
 
+def test_flags_xla_does_not_define_are_left_out():
+    """XLA aborts on an unknown flag: the one XLA refuses is left out, the others stay.
+    The refused name is in XLA's library as text (its source file's name), as a flag
+    that a newer XLA dropped can be."""
+    from jaxsim.xla_flags import use_fast_cpu_compile
+
+    env, known = {}, "--xla_force_host_platform_device_count=2"
+    assert use_fast_cpu_compile(env, flags=("--parse_flags_from_env=1", known)) == [known]
+    assert env["XLA_FLAGS"] == known
+
+
 def test_bad_model_files_get_one_line_errors(tmp_path):
     assert "model file not found" in one_line_error(run_cli("simulate", str(tmp_path / "missing.xml")))
     gravcomp = tmp_path / "gravcomp.xml"
