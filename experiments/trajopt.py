@@ -11,14 +11,18 @@ error as 1 each, so a pose within both has a loss below about 2. Every optimizer
 starts from the same guess, a straight push at 0.3 m/s through the cube's centre
 towards the target (``straight_push``). Targets (x m, y m, yaw deg): ``PUSH_TARGETS``.
 
-Optimizers (the same loss, the same start, the same float32 rollout):
+Optimizers (the same loss, the same start, float32):
 
-* ``gradient``: Adam (optax, step ``--lr``) on ``value_and_grad`` of the loss; jaxsim
-  differentiates the contact solves implicitly, not through their loops.
-* ``cma-es``: evosax's CMA-ES, a population of 32 rollouts per generation (vmapped),
-  run until its best pose is within 1 cm and 5 deg or for ``--zo-budget`` (10) times
-  the wall time the gradient run took (compile excluded on both sides): the curves
-  compare the two at equal wall time, and the time each needs to reach the pose.
+* ``jaxsim gradient``: Adam (optax, step ``--lr``) on ``value_and_grad`` of the loss;
+  jaxsim differentiates the contact solves implicitly, not through their loops.
+* ``jaxsim CMA-ES``: evosax's CMA-ES on the same jaxsim rollouts, a population of 32
+  per generation (vmapped), run until its best pose is within 1 cm and 5 deg or for
+  ``--zo-budget`` (10) times the wall time the gradient run took (compile excluded on
+  both sides): the curves compare the two at equal wall time, and the time each needs
+  to reach the pose.
+* ``MJX gradient``: the same Adam on MuJoCo MJX's gradient of the same scene
+  (``mjx_cube_push_xml``: softer servos, which MuJoCo can integrate), in forward mode
+  through MJX's solver loop (``MJXCubePush``: why); ``--no-mjx`` skips it.
 
 Per target and optimizer the script records loss, position error (cm) and yaw error
 (deg) against iterations and wall time, and writes ``trajopt_cube_push.json`` and a
@@ -44,6 +48,86 @@ from jaxsim.xla_flags import use_fast_cpu_compile
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # (x m, y m, yaw deg): a straight push, a push that also turns the cube, one to the side
 PUSH_TARGETS = ((0.20, 0.00, 0.0), (0.20, 0.05, 20.0), (0.12, -0.10, -25.0))
+MJX_SERVO_KV = 30.0  # N s/m (mjx_cube_push_xml)
+
+
+def mjx_cube_push_xml(problem: CubePushProblem) -> str:
+    """The ``cube_push`` scene as MJCF for MuJoCo MJX: the same bodies, masses,
+    inertias, contact filtering, timestep and friction coefficient (0.5), velocity
+    servos with the same +-10 N limit. Their gain is 30 N s/m instead of jaxsim's
+    1000: MuJoCo integrates a servo at its force limit explicitly (the clamp has no
+    velocity derivative), where 1000 N s/m on the 0.3 kg pusher at 10 ms swings
+    between +10 and -10 N every step; 30 N s/m reaches the commanded velocity in one
+    unclamped step."""
+    from jaxsim.envs import cube_push as cp
+
+    r, m = cp.PUSHER_RADIUS, cp.PUSHER_MASS
+    pusher_inertia = 0.4 * m * r ** 2
+    half, cube_mass = cp.CUBE_SIZE / 2, cp.CUBE_MASS
+    cube_inertia = cube_mass * cp.CUBE_SIZE ** 2 / 6
+    dt = float(problem.model.opt.timestep)
+    servo = (f'kv="{MJX_SERVO_KV}" ctrllimited="true" ctrlrange="-{problem.max_speed} {problem.max_speed}" '
+             f'forcelimited="true" forcerange="-{cp.SERVO_FORCE} {cp.SERVO_FORCE}"')
+    return f"""<mujoco>
+  <option timestep="{dt}" integrator="implicitfast" solver="Newton"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1" friction="0.5" contype="1" conaffinity="1"/>
+    <body name="stage" pos="0 0 {cp.PUSHER_HEIGHT}">
+      <inertial pos="0 0 0" mass="{cp.STAGE_MASS}" diaginertia="1e-6 1e-6 1e-6"/>
+      <joint name="pusher_x" type="slide" axis="1 0 0" range="-0.6 0.6" limited="true"/>
+      <body name="pusher">
+        <inertial pos="0 0 0" mass="{m}" diaginertia="{pusher_inertia} {pusher_inertia} {pusher_inertia}"/>
+        <joint name="pusher_y" type="slide" axis="0 1 0" range="-0.6 0.6" limited="true"/>
+        <geom name="pusher" type="sphere" size="{r}" friction="0.5" contype="2" conaffinity="0"/>
+      </body>
+    </body>
+    <body name="cube" pos="0 0 {half}">
+      <inertial pos="0 0 0" mass="{cube_mass}" diaginertia="{cube_inertia} {cube_inertia} {cube_inertia}"/>
+      <freejoint name="cube"/>
+      <geom name="cube" type="box" size="{half} {half} {half}" friction="0.5" contype="1" conaffinity="3"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <velocity joint="pusher_x" {servo}/>
+    <velocity joint="pusher_y" {servo}/>
+  </actuator>
+</mujoco>"""
+
+
+class MJXCubePush:
+    """The same problem rolled out by MJX: ``problem``'s parametrization and loss, the
+    scene of ``mjx_cube_push_xml`` with MuJoCo's default solver (Newton, 100
+    iterations). MJX's solver loop is a ``while_loop``, which JAX's reverse mode
+    rejects, and the usual way round it, one solver iteration (``opt.iterations =
+    1``), sends this scene's cube flying (7 m away after the straight push in MuJoCo C
+    itself). So the gradient is forward mode (``jax.jacfwd``: one tangent per entry
+    of ``theta``, vmapped), which runs through the loop."""
+
+    def __init__(self, problem: CubePushProblem):
+        import mujoco
+        from mujoco import mjx
+
+        self.problem, self._mjx = problem, mjx
+        self.mx = mjx.put_model(mujoco.MjModel.from_xml_string(mjx_cube_push_xml(problem)))
+        d = mjx.make_data(self.mx)
+        self.d0 = d.replace(qpos=jnp.asarray(np.asarray(problem.state0.q), d.qpos.dtype))
+
+    def straight_push(self):
+        return self.problem.straight_push()
+
+    def final_q(self, theta):
+        def body(d, u):
+            return self._mjx.step(self.mx, d.replace(ctrl=u)), None
+        return jax.lax.scan(body, self.d0, self.problem.controls(theta))[0].qpos
+
+    def loss(self, theta):
+        return self.problem.pose_loss(self.final_q(theta), theta)
+
+    def value_and_grad(self, theta):
+        return self.loss(theta), jax.jacfwd(self.loss)(theta)
+
+    def errors(self, theta):
+        return self.problem.pose_errors(self.final_q(theta))
 
 
 def _record(curve: list, iteration: int, wall: float, errors, theta, loss) -> None:
@@ -53,10 +137,11 @@ def _record(curve: list, iteration: int, wall: float, errors, theta, loss) -> No
                   "position_cm": 100 * float(position), "yaw_deg": float(np.rad2deg(yaw))})
 
 
-def optimize_gradient(task: CubePushProblem, iterations: int, lr: float) -> dict:
-    """Adam on the loss' gradient; ``wall_s`` excludes the first call's compile."""
+def optimize_gradient(task, iterations: int, lr: float, name: str = "jaxsim gradient (Adam)") -> dict:
+    """Adam on the gradient of ``task.loss`` (a ``CubePushProblem`` or an
+    ``MJXCubePush``); ``wall_s`` excludes the first call's compile."""
     opt = optax.adam(lr)
-    value_and_grad = jax.jit(jax.value_and_grad(task.loss))
+    value_and_grad = jax.jit(getattr(task, "value_and_grad", None) or jax.value_and_grad(task.loss))
     errors = jax.jit(task.errors)
     theta = task.straight_push()
     state = opt.init(theta)
@@ -81,7 +166,7 @@ def optimize_gradient(task: CubePushProblem, iterations: int, lr: float) -> dict
         t0 = time.perf_counter()
         theta, state = jax.block_until_ready(update(theta, state, grad))
         wall += time.perf_counter() - t0
-    return {"optimizer": "gradient (Adam)", "lr": lr, "compile_s": compile_s, "curve": curve}
+    return {"optimizer": name, "lr": lr, "compile_s": compile_s, "curve": curve}
 
 
 def optimize_cma_es(task: CubePushProblem, wall_budget: float, population: int, sigma: float, seed: int = 0) -> dict:
@@ -123,7 +208,7 @@ def optimize_cma_es(task: CubePushProblem, wall_budget: float, population: int, 
         if float(loss) < best_loss:
             best_theta, best_loss = theta, float(loss)
         _record(curve, g, wall, errors, best_theta, best_loss)
-    return {"optimizer": f"CMA-ES (evosax, population {population})", "sigma": sigma, "compile_s": compile_s,
+    return {"optimizer": f"jaxsim CMA-ES (population {population})", "sigma": sigma, "compile_s": compile_s,
             "curve": curve}
 
 
@@ -142,7 +227,7 @@ def plot(results: list, path: str) -> None:
 
     fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.6), squeeze=False)
     for ax, r in zip(axes[0], results):
-        for run, style in zip(r["runs"], ("-", "--")):
+        for run, style in zip(r["runs"], ("-", "--", "-.")):
             c = run["curve"]
             ax.semilogy([p["wall_s"] for p in c], [max(p["loss"], 1e-3) for p in c], style, label=run["optimizer"])
         ax.axhline(2.0, color="gray", lw=0.8, ls=":")
@@ -165,6 +250,7 @@ def main() -> None:
     p.add_argument("--sigma", type=float, default=0.3, help="CMA-ES initial step size (theta units)")
     p.add_argument("--zo-budget", type=float, default=10.0,
                    help="CMA-ES' wall-time budget in units of the gradient run's")
+    p.add_argument("--no-mjx", action="store_true", help="skip the MJX gradient run")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
     use_fast_cpu_compile()
@@ -173,12 +259,14 @@ def main() -> None:
         task = CubePushProblem(target)
         grad_run = optimize_gradient(task, a.iterations, a.lr)
         budget = a.zo_budget * grad_run["curve"][-1]["wall_s"]
-        zo_run = optimize_cma_es(task, budget, a.population, a.sigma)
-        entry = {"target": list(target), "runs": [grad_run, zo_run]}
+        runs = [grad_run, optimize_cma_es(task, budget, a.population, a.sigma)]
+        if not a.no_mjx:
+            runs.append(optimize_gradient(MJXCubePush(task), a.iterations, a.lr, "MJX gradient (Adam)"))
+        entry = {"target": list(target), "runs": runs}
         results.append(entry)
         for run in entry["runs"]:
             last, hit = run["curve"][-1], first_solved(run["curve"])
-            print(f"target {target}: {run['optimizer']:32s} final loss {last['loss']:9.3g}, "
+            print(f"target {target}: {run['optimizer']:30s} final loss {last['loss']:9.3g}, "
                   f"{last['position_cm']:6.2f} cm, {last['yaw_deg']:6.2f} deg after {last['iteration']} "
                   f"iterations, {last['wall_s']:6.1f} s; within 1 cm and 5 deg: "
                   + (f"iteration {hit['iteration']}, {hit['wall_s']:.1f} s" if hit else "never"), flush=True)

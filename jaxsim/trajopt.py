@@ -106,13 +106,20 @@ class CubePushProblem:
 
     def errors(self, theta: Array) -> tuple[Array, Array]:
         """(position error m, yaw error rad) of the cube's final pose."""
-        final = self.final_state(theta)
-        return (jnp.linalg.norm(final.q[2:4] - self.target_xy),
-                quarter_turn_error(yaw_of(final.q[5:9]), self.target_yaw))
+        return self.pose_errors(self.final_state(theta).q)
 
     def loss(self, theta: Array) -> Array:
         """The scalar loss (class docstring)."""
-        final = self.final_state(theta)
-        position = jnp.sum((final.q[2:4] - self.target_xy) ** 2) / self.position_scale ** 2
-        turn = (1 - jnp.cos(4 * (yaw_of(final.q[5:9]) - self.target_yaw))) / 8 / self.yaw_scale ** 2
+        return self.pose_loss(self.final_state(theta).q, theta)
+
+    def pose_errors(self, q: Array) -> tuple[Array, Array]:
+        """(position error m, yaw error rad) of the cube at positions ``q`` (pusher x,
+        y, cube position, cube quaternion: the model's and an equivalent MJCF's)."""
+        return jnp.linalg.norm(q[2:4] - self.target_xy), quarter_turn_error(yaw_of(q[5:9]), self.target_yaw)
+
+    def pose_loss(self, q: Array, theta: Array) -> Array:
+        """The loss of the final positions ``q`` reached with ``theta`` (so that another
+        simulator's rollout of the same scene can be scored alike)."""
+        position = jnp.sum((q[2:4] - self.target_xy) ** 2) / self.position_scale ** 2
+        turn = (1 - jnp.cos(4 * (yaw_of(q[5:9]) - self.target_yaw))) / 8 / self.yaw_scale ** 2
         return position + turn + self.effort_weight * jnp.mean(jnp.tanh(theta) ** 2)
