@@ -1,5 +1,5 @@
 """Trajectory optimization through contact: open-loop controls found by jaxsim's
-gradients, beside a zeroth-order optimizer.
+gradients, beside a zeroth-order optimizer and MJX's gradients.
 
     python experiments/trajopt.py cube_push [--iterations 100] [--targets 3] [--out DIR]
 
@@ -253,6 +253,8 @@ def main() -> None:
     p.add_argument("--no-mjx", action="store_true", help="skip the MJX gradient run")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
+    if not 1 <= a.targets <= len(PUSH_TARGETS):
+        p.error(f"--targets must be 1 to {len(PUSH_TARGETS)}, got {a.targets}")
     use_fast_cpu_compile()
     results = []
     for target in PUSH_TARGETS[: a.targets]:
