@@ -86,6 +86,13 @@ def quat_rotate(q: Array, v: Array) -> Array:
     return v + w * t + jnp.cross(u, t)
 
 
+def quat_yaw(q: Array) -> Array:
+    """Yaw (rad) about the z axis of (..., 4) unit quaternions (w, x, y, z): the
+    heading of the rotated x axis in the xy plane."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
 def quat_to_mat(q: Array) -> Array:
     """Rotation matrix (..., 3, 3) of unit quaternions (..., 4)."""
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]

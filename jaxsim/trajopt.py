@@ -19,15 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim.envs import cube_push
+from jaxsim.math import quat_yaw
 from jaxsim.step import make_state, step
 
 Array = jax.Array
-
-
-def yaw_of(quat: Array) -> Array:
-    """Yaw (rad) about the world's z axis of a (w, x, y, z) quaternion."""
-    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-    return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 def quarter_turn_error(yaw: Array, target: Array) -> Array:
@@ -115,11 +110,11 @@ class CubePushProblem:
     def pose_errors(self, q: Array) -> tuple[Array, Array]:
         """(position error m, yaw error rad) of the cube at positions ``q`` (pusher x,
         y, cube position, cube quaternion: the model's and an equivalent MJCF's)."""
-        return jnp.linalg.norm(q[2:4] - self.target_xy), quarter_turn_error(yaw_of(q[5:9]), self.target_yaw)
+        return jnp.linalg.norm(q[2:4] - self.target_xy), quarter_turn_error(quat_yaw(q[5:9]), self.target_yaw)
 
     def pose_loss(self, q: Array, theta: Array) -> Array:
         """The loss of the final positions ``q`` reached with ``theta`` (so that another
         simulator's rollout of the same scene can be scored alike)."""
         position = jnp.sum((q[2:4] - self.target_xy) ** 2) / self.position_scale ** 2
-        turn = (1 - jnp.cos(4 * (yaw_of(q[5:9]) - self.target_yaw))) / 8 / self.yaw_scale ** 2
+        turn = (1 - jnp.cos(4 * (quat_yaw(q[5:9]) - self.target_yaw))) / 8 / self.yaw_scale ** 2
         return position + turn + self.effort_weight * jnp.mean(jnp.tanh(theta) ** 2)

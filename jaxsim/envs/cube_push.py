@@ -217,8 +217,7 @@ class CubePush(PipelineEnv):
 
     def _obs(self, ps, target: jax.Array, axes: jax.Array) -> jax.Array:
         pusher, cube, quat = ps.q[0:2], ps.q[2:5], ps.q[5:9]
-        w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-        yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) - jnp.arctan2(axes[1], axes[0])
+        yaw = math.quat_yaw(quat) - jnp.arctan2(axes[1], axes[0])
         omega = math.quat_rotate(quat, ps.v[5:8])  # the free joint's angular velocity is in the body frame
 
         to_task = axes * jnp.asarray([1, -1], axes.dtype)
