@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import time
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -112,8 +113,8 @@ class MJXCubePush:
         d = mjx.make_data(self.mx)
         self.d0 = d.replace(qpos=jnp.asarray(np.asarray(problem.state0.q), d.qpos.dtype))
 
-    def straight_push(self):
-        return self.problem.straight_push()
+    def initial_guess(self):
+        return self.problem.initial_guess()
 
     def final_q(self, theta):
         def body(d, u):
@@ -126,15 +127,18 @@ class MJXCubePush:
     def value_and_grad(self, theta):
         return self.loss(theta), jax.jacfwd(self.loss)(theta)
 
-    def errors(self, theta):
-        return self.problem.pose_errors(self.final_q(theta))
+    def metrics(self, theta):
+        return self.problem.pose_metrics(self.final_q(theta))
+
+    def solved(self, metrics):
+        return self.problem.solved(metrics)
 
 
-def _record(curve: list, iteration: int, wall: float, errors, theta, loss) -> None:
-    """Append one point of a curve; ``errors``: the task's jitted ``errors``."""
-    position, yaw = errors(theta)
-    curve.append({"iteration": iteration, "wall_s": wall, "loss": float(loss),
-                  "position_cm": 100 * float(position), "yaw_deg": float(np.rad2deg(yaw))})
+def _record(curve: list, iteration: int, wall: float, metrics, theta, loss) -> None:
+    """Append one point of a curve; ``metrics``: the task's jitted ``metrics``."""
+    point = {"iteration": iteration, "wall_s": wall, "loss": float(loss)}
+    point.update({k: float(v) for k, v in metrics(theta).items()})
+    curve.append(point)
 
 
 def optimize_gradient(task, iterations: int, lr: float, name: str = "jaxsim gradient (Adam)") -> dict:
@@ -142,8 +146,8 @@ def optimize_gradient(task, iterations: int, lr: float, name: str = "jaxsim grad
     ``MJXCubePush``); ``wall_s`` excludes the first call's compile."""
     opt = optax.adam(lr)
     value_and_grad = jax.jit(getattr(task, "value_and_grad", None) or jax.value_and_grad(task.loss))
-    errors = jax.jit(task.errors)
-    theta = task.straight_push()
+    metrics = jax.jit(task.metrics)
+    theta = task.initial_guess()
     state = opt.init(theta)
 
     @jax.jit
@@ -154,13 +158,13 @@ def optimize_gradient(task, iterations: int, lr: float, name: str = "jaxsim grad
     t0 = time.perf_counter()
     jax.block_until_ready(value_and_grad(theta))
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(errors(theta))
+    jax.block_until_ready(metrics(theta))
     curve, wall = [], 0.0
     for i in range(iterations + 1):
         t0 = time.perf_counter()
         loss, grad = jax.block_until_ready(value_and_grad(theta))
         wall += time.perf_counter() - t0
-        _record(curve, i, wall, errors, theta, loss)
+        _record(curve, i, wall, metrics, theta, loss)
         if i == iterations or not np.all(np.isfinite(np.asarray(grad))):
             break
         t0 = time.perf_counter()
@@ -174,11 +178,11 @@ def optimize_cma_es(task: CubePushProblem, wall_budget: float, population: int, 
     ``wall_budget`` seconds (compile excluded)."""
     from evosax.algorithms import CMA_ES
 
-    guess = task.straight_push()
+    guess = task.initial_guess()
     strategy = CMA_ES(population_size=population, solution=guess)
     params = strategy.default_params.replace(std_init=sigma)
     losses = jax.jit(jax.vmap(task.loss))
-    errors = jax.jit(task.errors)
+    metrics = jax.jit(task.metrics)
     key = jax.random.PRNGKey(seed)
     state = strategy.init(key, guess, params)
 
@@ -194,12 +198,12 @@ def optimize_cma_es(task: CubePushProblem, wall_budget: float, population: int, 
     t0 = time.perf_counter()
     jax.block_until_ready(generation(key, state))
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(errors(guess))
+    jax.block_until_ready(metrics(guess))
     best_theta, best_loss = guess, float(jax.jit(task.loss)(guess))
     curve, wall = [], 0.0
-    _record(curve, 0, 0.0, errors, best_theta, best_loss)
+    _record(curve, 0, 0.0, metrics, best_theta, best_loss)
     g = 0
-    while wall < wall_budget and not solved(curve[-1]):
+    while wall < wall_budget and not task.solved(curve[-1]):
         key, k = jax.random.split(key)
         t0 = time.perf_counter()
         state, theta, loss = jax.block_until_ready(generation(k, state))
@@ -207,16 +211,13 @@ def optimize_cma_es(task: CubePushProblem, wall_budget: float, population: int, 
         g += 1
         if float(loss) < best_loss:
             best_theta, best_loss = theta, float(loss)
-        _record(curve, g, wall, errors, best_theta, best_loss)
+        _record(curve, g, wall, metrics, best_theta, best_loss)
     return {"optimizer": f"jaxsim CMA-ES (population {population})", "sigma": sigma, "compile_s": compile_s,
             "curve": curve}
 
 
-def solved(point: dict) -> bool:
-    return point["position_cm"] <= 1.0 and abs(point["yaw_deg"]) <= 5.0
-
-
-def first_solved(curve: list) -> dict | None:
+def first_solved(solved, curve: list) -> dict | None:
+    """The first point of ``curve`` that ``solved`` (a problem's) accepts."""
     return next((p for p in curve if solved(p)), None)
 
 
@@ -229,56 +230,88 @@ def plot(results: list, path: str) -> None:
     for ax, r in zip(axes[0], results):
         for run, style in zip(r["runs"], ("-", "--", "-.")):
             c = run["curve"]
-            ax.semilogy([p["wall_s"] for p in c], [max(p["loss"], 1e-3) for p in c], style, label=run["optimizer"])
-        ax.axhline(2.0, color="gray", lw=0.8, ls=":")
-        x, y, yaw = r["target"]
-        ax.set_title(f"target ({x:.2f} m, {y:.2f} m, {yaw:.0f} deg)", fontsize=9)
+            line, = ax.plot([p["wall_s"] for p in c], [p["loss"] for p in c], style, label=run["optimizer"])
+            hit = run["solved_at"]
+            if hit:
+                ax.plot([hit["wall_s"]], [hit["loss"]], "o", color=line.get_color())
+        if min(p["loss"] for run in r["runs"] for p in run["curve"]) > 0:
+            ax.set_yscale("log")
+        ax.set_title(r["instance"], fontsize=9)
         ax.set_xlabel("wall time (s, compile excluded)")
-        ax.set_ylabel("loss")
+        ax.set_ylabel("loss (dot: first solved)")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
+class Task(NamedTuple):
+    """An experiment: ``instances(n)`` the first ``n`` of ``count`` (label, problem)
+    pairs; Adam's step ``lr`` and CMA-ES' ``sigma`` (theta units); ``mjx``: the
+    problem's MJX counterpart, or None where MJX cannot model the task."""
+    instances: Callable[[int], list]
+    count: int
+    lr: float
+    sigma: float
+    mjx: Callable | None
+
+
+def _push_instances(n: int) -> list:
+    return [(f"target ({x:.2f} m, {y:.2f} m, {yaw:.0f} deg)", CubePushProblem((x, y, yaw)))
+            for x, y, yaw in PUSH_TARGETS[:n]]
+
+
+TASKS = {
+    "cube_push": Task(_push_instances, len(PUSH_TARGETS), lr=0.2, sigma=0.3, mjx=MJXCubePush),
+}
+
+
+def summary(run: dict) -> str:
+    last, hit = run["curve"][-1], run["solved_at"]
+    errors = ", ".join(f"{k} {v:.3g}" for k, v in last.items() if k not in ("iteration", "wall_s", "loss"))
+    return (f"{run['optimizer']:34s} final loss {last['loss']:9.3g} ({errors}) after {last['iteration']} "
+            f"iterations, {last['wall_s']:6.1f} s; solved: "
+            + (f"iteration {hit['iteration']}, {hit['wall_s']:.1f} s" if hit else "never"))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("task", choices=["cube_push"])
+    p.add_argument("task", choices=sorted(TASKS))
     p.add_argument("--iterations", type=int, default=100, help="gradient iterations")
-    p.add_argument("--lr", type=float, default=0.2, help="Adam's step size (theta units)")
-    p.add_argument("--targets", type=int, default=len(PUSH_TARGETS), help="how many of the built-in targets")
+    p.add_argument("--lr", type=float, help="Adam's step size (theta units; default: the task's)")
+    p.add_argument("--targets", type=int, help="how many of the task's built-in instances (default: all)")
     p.add_argument("--population", type=int, default=32, help="CMA-ES population")
-    p.add_argument("--sigma", type=float, default=0.3, help="CMA-ES initial step size (theta units)")
+    p.add_argument("--sigma", type=float, help="CMA-ES initial step size (theta units; default: the task's)")
     p.add_argument("--zo-budget", type=float, default=10.0,
                    help="CMA-ES' wall-time budget in units of the gradient run's")
     p.add_argument("--no-mjx", action="store_true", help="skip the MJX gradient run")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
-    if not 1 <= a.targets <= len(PUSH_TARGETS):
-        p.error(f"--targets must be 1 to {len(PUSH_TARGETS)}, got {a.targets}")
+    task = TASKS[a.task]
+    n = task.count if a.targets is None else a.targets
+    if not 1 <= n <= task.count:
+        p.error(f"--targets must be 1 to {task.count} for {a.task}, got {a.targets}")
+    lr = task.lr if a.lr is None else a.lr
+    sigma = task.sigma if a.sigma is None else a.sigma
     use_fast_cpu_compile()
     results = []
-    for target in PUSH_TARGETS[: a.targets]:
-        task = CubePushProblem(target)
-        grad_run = optimize_gradient(task, a.iterations, a.lr)
+    for label, problem in task.instances(n):
+        grad_run = optimize_gradient(problem, a.iterations, lr)
         budget = a.zo_budget * grad_run["curve"][-1]["wall_s"]
-        runs = [grad_run, optimize_cma_es(task, budget, a.population, a.sigma)]
-        if not a.no_mjx:
-            runs.append(optimize_gradient(MJXCubePush(task), a.iterations, a.lr, "MJX gradient (Adam)"))
-        entry = {"target": list(target), "runs": runs}
-        results.append(entry)
-        for run in entry["runs"]:
-            last, hit = run["curve"][-1], first_solved(run["curve"])
-            print(f"target {target}: {run['optimizer']:30s} final loss {last['loss']:9.3g}, "
-                  f"{last['position_cm']:6.2f} cm, {last['yaw_deg']:6.2f} deg after {last['iteration']} "
-                  f"iterations, {last['wall_s']:6.1f} s; within 1 cm and 5 deg: "
-                  + (f"iteration {hit['iteration']}, {hit['wall_s']:.1f} s" if hit else "never"), flush=True)
+        runs = [grad_run, optimize_cma_es(problem, budget, a.population, sigma)]
+        if task.mjx is not None and not a.no_mjx:
+            runs.append(optimize_gradient(task.mjx(problem), a.iterations, lr, "MJX gradient (Adam)"))
+        for run in runs:
+            run["solved_at"] = first_solved(problem.solved, run["curve"])
+            print(f"{label}: {summary(run)}", flush=True)
+        results.append({"instance": label, "runs": runs})
     os.makedirs(a.out, exist_ok=True)
     machine = {"jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    with open(os.path.join(a.out, "trajopt_cube_push.json"), "w") as f:
-        json.dump({"machine": machine, "args": vars(a), "results": results}, f, indent=1)
-    plot(results, os.path.join(a.out, "trajopt_cube_push.png"))
-    print(f"wrote {os.path.join(a.out, 'trajopt_cube_push.json')} and trajopt_cube_push.png")
+    stem = os.path.join(a.out, f"trajopt_{a.task}")
+    with open(stem + ".json", "w") as f:
+        json.dump({"machine": machine, "args": vars(a), "lr": lr, "sigma": sigma, "results": results}, f, indent=1)
+    plot(results, stem + ".png")
+    print(f"wrote {stem}.json and .png")
 
 
 if __name__ == "__main__":

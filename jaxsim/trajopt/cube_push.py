@@ -1,16 +1,5 @@
-"""Open-loop trajectory optimization problems through contact.
-
-A problem holds a model, an initial state, a control parametrization and a scalar
-loss of the parameters ``theta``: ``problem.loss(theta)`` rolls the model out and is
-differentiable (``jax.grad``: the contact solves are differentiated implicitly),
-vmappable over ``theta`` (a population for a zeroth-order optimizer) and jittable.
-Any optimizer of a function of an array then applies: optax's first-order ones on
-``jax.value_and_grad(problem.loss)``, an evolution strategy on
-``jax.vmap(problem.loss)``.
-
-``CubePushProblem``: the ``cube_push`` environment's scene (``jaxsim.envs.cube_push``);
-open-loop pusher commands bring the cube to a pose (x, y, yaw) on the floor.
-"""
+"""Task (a), push: open-loop pusher commands bring the ``cube_push`` environment's
+cube (``jaxsim.envs.cube_push``) to a pose (x, y, yaw) on the floor."""
 
 from __future__ import annotations
 
@@ -91,6 +80,19 @@ class CubePushProblem:
         velocity = speed * heading / jnp.linalg.norm(heading)
         return jnp.broadcast_to(jnp.arctanh(velocity / self.max_speed), (self.knots, 2)).astype(self.dtype)
 
+    def initial_guess(self) -> Array:
+        """The optimizers' common start: ``straight_push()``."""
+        return self.straight_push()
+
+    def metrics(self, theta: Array) -> dict[str, Array]:
+        """``position_cm`` and ``yaw_deg``: the cube's final pose error."""
+        return self.pose_metrics(self.final_state(theta).q)
+
+    @staticmethod
+    def solved(metrics: dict) -> bool:
+        """Within 1 cm and 5 deg of the target pose."""
+        return float(metrics["position_cm"]) <= 1.0 and abs(float(metrics["yaw_deg"])) <= 5.0
+
     def controls(self, theta: Array) -> Array:
         """(steps, 2) servo commands, m/s."""
         return jnp.repeat(self.max_speed * jnp.tanh(theta), self.steps // self.knots, axis=0)
@@ -111,6 +113,11 @@ class CubePushProblem:
         """(position error m, yaw error rad) of the cube at positions ``q`` (pusher x,
         y, cube position, cube quaternion: the model's and an equivalent MJCF's)."""
         return jnp.linalg.norm(q[2:4] - self.target_xy), quarter_turn_error(quat_yaw(q[5:9]), self.target_yaw)
+
+    def pose_metrics(self, q: Array) -> dict[str, Array]:
+        """``metrics`` of the final positions ``q`` (``pose_errors`` in cm and deg)."""
+        position, yaw = self.pose_errors(q)
+        return {"position_cm": 100 * position, "yaw_deg": jnp.rad2deg(yaw)}
 
     def pose_loss(self, q: Array, theta: Array) -> Array:
         """The loss of the final positions ``q`` reached with ``theta`` (so that another

@@ -1,0 +1,27 @@
+"""Open-loop trajectory optimization problems through contact.
+
+A problem holds a model, an initial state, a parametrization ``theta`` of what the
+optimizer chooses (controls, a throw) and a scalar loss: ``problem.loss(theta)`` rolls
+the model out and is differentiable (``jax.grad``: the contact solves are
+differentiated implicitly), vmappable over ``theta`` (a population for a zeroth-order
+optimizer) and jittable. Any optimizer of a function of an array then applies:
+optax's first-order ones on ``jax.value_and_grad(problem.loss)``, an evolution
+strategy on ``jax.vmap(problem.loss)``.
+
+Every problem has the same interface:
+
+* ``loss(theta)``: the scalar to minimize;
+* ``initial_guess()``: a ``theta`` that every optimizer starts from;
+* ``metrics(theta)``: a dict of named scalars (jittable) saying how far the rollout
+  is from the goal, in the units their names carry;
+* ``solved(metrics)``: whether those values (floats) meet the task's tolerance.
+
+Problems:
+
+* ``CubePushProblem``: the ``cube_push`` environment's pusher brings the cube to a
+  pose (x, y, yaw) on the floor.
+"""
+
+from jaxsim.trajopt.cube_push import CubePushProblem, quarter_turn_error
+
+__all__ = ["CubePushProblem", "quarter_turn_error"]
