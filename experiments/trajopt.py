@@ -43,12 +43,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxsim.trajopt import CubePushProblem
+from jaxsim.trajopt import BounceProblem, CubePushProblem
 from jaxsim.xla_flags import use_fast_cpu_compile
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # (x m, y m, yaw deg): a straight push, a push that also turns the cube, one to the side
 PUSH_TARGETS = ((0.20, 0.00, 0.0), (0.20, 0.05, 20.0), (0.12, -0.10, -25.0))
+# (x m, y m, z m) at 0.7 s, in front of the thrower (the wall is at x = 0.5 m)
+BOUNCE_TARGETS = ((-0.40, 0.10, 0.45), (-0.65, -0.15, 0.52), (-0.20, 0.20, 0.42))
 MJX_SERVO_KV = 30.0  # N s/m (mjx_cube_push_xml)
 
 
@@ -228,7 +230,7 @@ def plot(results: list, path: str) -> None:
 
     fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.6), squeeze=False)
     for ax, r in zip(axes[0], results):
-        for run, style in zip(r["runs"], ("-", "--", "-.")):
+        for run, style in zip(r["runs"], ("-", "--", "-.", ":")):
             c = run["curve"]
             line, = ax.plot([p["wall_s"] for p in c], [p["loss"] for p in c], style, label=run["optimizer"])
             hit = run["solved_at"]
@@ -247,12 +249,15 @@ def plot(results: list, path: str) -> None:
 class Task(NamedTuple):
     """An experiment: ``instances(n)`` the first ``n`` of ``count`` (label, problem)
     pairs; Adam's step ``lr`` and CMA-ES' ``sigma`` (theta units); ``mjx``: the
-    problem's MJX counterpart, or None where MJX cannot model the task."""
+    problem's MJX counterpart, or None where it is not run; ``variants``: problem ->
+    [(name, problem)], the same task with other gradient settings, each also run by
+    Adam."""
     instances: Callable[[int], list]
     count: int
     lr: float
     sigma: float
     mjx: Callable | None
+    variants: Callable | None = None
 
 
 def _push_instances(n: int) -> list:
@@ -260,8 +265,20 @@ def _push_instances(n: int) -> list:
             for x, y, yaw in PUSH_TARGETS[:n]]
 
 
+def _bounce_instances(n: int) -> list:
+    return [(f"target ({x:.2f} m, {y:.2f} m, {z:.2f} m) at 0.7 s", BounceProblem((x, y, z)))
+            for x, y, z in BOUNCE_TARGETS[:n]]
+
+
+def _bounce_step_derivative(problem: BounceProblem) -> list:
+    return [("jaxsim gradient, impacts' step derivative (Adam)",
+             BounceProblem(tuple(np.asarray(problem.target).tolist()), impact_gradient="step"))]
+
+
 TASKS = {
     "cube_push": Task(_push_instances, len(PUSH_TARGETS), lr=0.2, sigma=0.3, mjx=MJXCubePush),
+    "bounce": Task(_bounce_instances, len(BOUNCE_TARGETS), lr=0.03, sigma=0.3, mjx=None,
+                   variants=_bounce_step_derivative),
 }
 
 
@@ -298,6 +315,8 @@ def main() -> None:
         grad_run = optimize_gradient(problem, a.iterations, lr)
         budget = a.zo_budget * grad_run["curve"][-1]["wall_s"]
         runs = [grad_run, optimize_cma_es(problem, budget, a.population, sigma)]
+        for name, variant in (task.variants(problem) if task.variants else []):
+            runs.append(optimize_gradient(variant, a.iterations, lr, name))
         if task.mjx is not None and not a.no_mjx:
             runs.append(optimize_gradient(task.mjx(problem), a.iterations, lr, "MJX gradient (Adam)"))
         for run in runs:

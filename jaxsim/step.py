@@ -171,7 +171,7 @@ def step(model: Model, state: State, ctrl: Array | None = None,
     else:
         f = lambda q_, v_, a_: accelerations(model, q_, v_, a_, ctrl, qfrc_applied, skip_implicit=True)  # noqa: E731
         q, v, act = integrator.rk4(model, state.q, state.v, state.act, f, smooth.qacc, smooth.act_dot)
-    dv = jnp.zeros_like(state.v)
+    dv, dv_position = jnp.zeros_like(state.v), None
     contact, carry, stats, overflow = state.contact, state.contact_carry, state.solver, jnp.zeros((), jnp.int32)
     if constrained:
         # the contact targets assume q+ = q + dt v+ (semi-implicit Euler); under RK4 the
@@ -179,14 +179,18 @@ def step(model: Model, state: State, ctrl: Array | None = None,
         # spread over the stages it let a falling ant sink and bounce
         res = constraint_stage(model, kin, state, smooth.factor, state.v + dt * smooth.qacc, ctrl)
         dv, contact, carry, stats, overflow = res.dv, res.contact, res.carry, res.stats, res.overflow
+        dv_position = res.dv_position
+    # a velocity change that moves q+ only (zero in value: a contact model's
+    # continuous-time impact gradient, Solution.position_impulse)
+    moved = (lambda v_: v_) if dv_position is None else (lambda v_: v_ + dv_position)  # noqa: E731
     if euler:
         v = v + dv
         if gyroscopic:
             v = state.v + implicit_gyroscopic(model, smooth.mass, state.v, v - state.v)
-        q = integrator.integrate_positions(model, state.q, v, dt)
+        q = integrator.integrate_positions(model, state.q, moved(v), dt)
         qacc = (v - state.v) / dt
     else:
-        q, v = integrator.integrate_positions(model, q, dv, dt), v + dv
+        q, v = integrator.integrate_positions(model, q, moved(dv), dt), v + dv
         qacc = smooth.qacc + dv / dt
     finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(act))
     return State(q=q, v=v, act=act, time=state.time + dt, ctrl=ctrl, qacc=qacc,

@@ -183,3 +183,56 @@ def test_check_grads_resting_and_sliding_steps():
     q0 = model.qpos0.at[3:7].set(tilt)
     for v_y in (0.0, 1.0):  # one compile for both (conftest.check_grads_rev)
         check_grads_rev(step, (q0, jnp.zeros(6).at[1].set(v_y)), atol=1e-4, rtol=1e-4, eps=1e-6)
+
+
+def test_time_of_impact_gradient_is_the_continuous_bounce_s_and_leaves_the_step_alone():
+    """A frictionless ball (e = 0.6, dt = 2 ms) sent at 2 m/s towards a wall 0.45 m away
+    while it drops from 0.8 m to the floor: x and z are independent, each one bounce
+    of a continuous-time path with a closed-form derivative at T = 0.6 s,
+
+        x(T) = X - e (vx T - (X - x0))      dx/dx0 = -e,  dx/dvx = -e T
+        z(T) = R + e g t_c tau - g tau^2 / 2 (t_c = sqrt(2 h / g), tau = T - t_c)
+                                             dz/dz0 = (1 + e) g tau / (g t_c) - e.
+
+    ``impact_gradient="time_of_impact"`` gives these derivatives (within 2 % on z, whose
+    formula leaves out the step's O(dt) terms); the step's own derivative (1 for
+    dx/dx0 and dz/dz0: within one step's phase the impacts keep their step, so the
+    whole path shifts) is far from them; the states of the two settings are
+    bitwise equal."""
+    e, dt, steps, x_wall, z0, vx = 0.6, 2e-3, 300, 0.5, 0.8, 2.0
+
+    def scene(impact_gradient):
+        b = ModelBuilder(timestep=dt, contact="springhead", impact_threshold=0.5, solver="qp", solver_tol=1e-12,
+                         impact_gradient=impact_gradient)
+        for pos, quat in (((0, 0, 0), (1, 0, 0, 0)), ((x_wall, 0, 1), (np.cos(np.pi / 4), 0, -np.sin(np.pi / 4), 0))):
+            b.add_geom("world", "plane", (5, 5, 0.1), pos=pos, quat=quat, friction=(0, 0), restitution=e)
+        b.add_body("ball", pos=(0, 0, z0), mass=1.0, inertia=(0.4 * R * R,) * 3)
+        b.add_joint("ball", "free")
+        b.add_geom("ball", "sphere", (R,), friction=(0, 0), restitution=e)
+        return b.build(jnp.float64)
+
+    def final(model, x0_z0_vx):
+        s = jaxsim.make_state(model)
+        s = s.replace(q=s.q.at[jnp.array([0, 2])].set(x0_z0_vx[:2]), v=s.v.at[0].set(x0_z0_vx[2]))
+        return jax.lax.scan(lambda s_, _: (jaxsim.step(model, s_), None), s, None, length=steps)[0]
+
+    @jax.jit
+    def end_and_jacobian(model, p):
+        """The final (q, v) and d(x, z)/d(x0, z0, vx), in one compile per setting."""
+        def qv(p_):
+            s = final(model, p_)
+            return jnp.concatenate([s.q, s.v])
+        primal, tangents = jax.vmap(lambda t: jax.jvp(qv, (p,), (t,)))(jnp.eye(3, dtype=p.dtype))
+        return primal[0], tangents[:, jnp.array([0, 2])].T
+
+    point = jnp.asarray([0.0, z0, vx])
+    (end_toi, got), (end_step, step_jac) = (end_and_jacobian(scene(g), point) for g in ("time_of_impact", "step"))
+    np.testing.assert_array_equal(np.asarray(end_toi), np.asarray(end_step))
+    assert float(end_toi[7]) < 0 < float(end_toi[2]) - R  # off the wall, in flight after the floor
+    T, h = steps * dt, z0 - R
+    t_c = np.sqrt(2 * h / G)
+    expected = np.array([[-e, 0.0, -e * T], [0.0, (1 + e) * (T - t_c) / t_c - e, 0.0]])
+    got, step_jac = np.asarray(got), np.asarray(step_jac)
+    np.testing.assert_allclose(got[0], expected[0], atol=1e-6)
+    np.testing.assert_allclose(got[1], expected[1], atol=0.02 * abs(expected[1, 1]))
+    np.testing.assert_allclose(step_jac[:, :2], np.eye(2), atol=1e-6)

@@ -68,6 +68,10 @@ class Solution(NamedTuple):
     impulse: Array  # (R m + nr,) N s (N m s for hinge rows and angular slot rows)
     carry: Any
     stats: SolverStats
+    # (R m + nr,) N s or None: impulses that move the positions of the step but not its
+    # velocity (added to v+ in q+ = q + dt v+ only); a model that differentiates its
+    # impacts in continuous time returns ones whose value is zero
+    position_impulse: Array | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,6 +59,7 @@ from jaxsim.types import Model, SolverStats, pytree_dataclass
 
 Array = jax.Array
 SOLVERS = ("qp", "pgs")
+IMPACT_GRADIENTS = ("step", "time_of_impact")
 
 
 @pytree_dataclass
@@ -70,6 +71,9 @@ class SpringheadParams:
     solver: str = param("pgs", "'pgs' (Springhead's Gauss-Seidel, the default) or 'qp' (shared projected-gradient QP)",
                         static=True, choices=SOLVERS)
     sweeps: int = param(15, "Gauss-Seidel sweeps per step (static)", minimum=1, static=True)
+    impact_gradient: str = param("step", "impacts' derivative: 'step' (the step's own) or 'time_of_impact' (a "
+                                 "bounce's at the instant of contact; the values do not change)", static=True,
+                                 choices=IMPACT_GRADIENTS)
 
 
 def init(model: Model, n: int) -> tuple:
@@ -90,7 +94,8 @@ def _turn(v_t: Array) -> Array:
 
 
 def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
-    """Per slot: normal target (m,) (module docstring) and box coefficient (m,)."""
+    """Per slot: normal target (m,) (module docstring), box coefficient (m,) and
+    whether it is an impact (m,)."""
     p, dt = model.contact_params, model.opt.timestep
     d = problem.contacts.depth
     e = problem.slots.restitution.astype(v_x.dtype)
@@ -98,9 +103,27 @@ def _targets(model: Model, problem: Problem, v_x: Array, slip: Array):
     impact = (v_x < -p.impact_threshold) & (d - v_x * dt > 0)
     resting = common.contact_targets(d, dt, lambda depth: p.correction_rate
                                      * jnp.maximum(depth - p.contact_tolerance, 0.0) / dt)
-    target = jnp.where(impact, -e * v_x, resting)
+    bounce = -e * v_x
+    if p.impact_gradient == "time_of_impact":
+        bounce = bounce + _time_of_impact_velocity(model, problem, v_x, e)
+    target = jnp.where(impact, bounce, resting)
     _, mu = common.friction_mode(problem.slots.friction, slip, model.opt.slip_speed)
-    return target, mu.astype(v_x.dtype)
+    return target, mu.astype(v_x.dtype), impact
+
+
+def _time_of_impact_velocity(model: Model, problem: Problem, v_x: Array, e: Array) -> Array:
+    """(m,) zero, with the derivative of an impact's rebound speed with respect to the
+    slot's separation at the step's start, for a bounce at the instant of contact: a
+    body accelerating towards the surface at ``a`` (from the step's contact-free
+    velocity) reaches it ``-s / v_x`` later at a speed ``a s / v_x`` higher than
+    ``v_x``, and leaves at ``e`` times that plus what ``a`` takes off it over the rest
+    of the step: ``d v+ / d s = (1 + e) a / |v_x|``; the step's derivative is 0.
+    ``_time_of_impact_impulse`` gives the positions' part."""
+    m, d = problem.m, problem.contacts.depth
+    b_x = problem.space.b[np.arange(m) * 3]
+    approach = jax.lax.stop_gradient((v_x - b_x) / model.opt.timestep)  # m/s^2, a
+    speed = jax.lax.stop_gradient(jnp.maximum(-v_x, 1e-9))
+    return (1 + e) * approach / speed * (jax.lax.stop_gradient(d) - d)
 
 
 def _pgs(H: Array, g: Array, lower: Array, upper: Array, mu: Array, x0: Array, sweeps: int):
@@ -140,7 +163,7 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     R = _turn(v_start[:, 1:])
     T = block_diagonal(R, nr)  # to Springhead's frames; the generic rows stay
     A, b = T @ space.A @ T.T, T @ space.b
-    target, mu = _targets(model, problem, v_start[:, 0], common.tangential_speed(v_start))
+    target, mu, impact = _targets(model, problem, v_start[:, 0], common.tangential_speed(v_start))
     # generic rows (joint limits): close at most the gap, remove gamma of a violation
     limit = common.limit_targets(rows, opt.timestep, lambda depth: p.correction_rate * depth / opt.timestep)
     on = common.row_mask(problem)
@@ -171,7 +194,31 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
         x, stats = common.second_pass(
             lambda x0_, skip: qp_solve(common.add_to_normals(g, problem, shift(x1)), x0_, skip), x1, st1)
     x = jnp.where(on, T.T @ x, 0.0)
-    return Solution(x, (), stats)
+    position = None
+    if p.impact_gradient == "time_of_impact":
+        position = _time_of_impact_impulse(model, problem, impact & c_.active, v_start[:, 0], x)
+    return Solution(x, (), stats, position)
+
+
+def _time_of_impact_impulse(model: Model, problem: Problem, impact: Array, v_x: Array, x: Array) -> Array:
+    """Position impulses (R m + nr,) of value zero whose derivative makes an impact
+    step's derivative that of a bounce at the instant of contact.
+
+    The step applies an impact slot's impulse ``x`` from its start, a bounce at the
+    instant of contact ``tau = s / -v_x`` into it (``s`` the slot's separation, -depth,
+    ``v_x < 0`` its approach): the positions at the step's end differ by ``-tau``
+    times the velocity change ``x`` makes. Which step an impact falls in shifts the
+    discrete path by up to ``(1 + e) |v_x| dt``, so the step's exact derivative
+    describes a sawtooth whose teeth slope ``(1 + e)`` per unit of ``s`` against its
+    trend (on a throw off a wall it points the gradient the wrong way). Here each
+    impact slot gets ``-(tau - stop_gradient(tau)) x / dt``: zero, with the derivative
+    of the missing term. ``_time_of_impact_velocity`` gives the velocities' part.
+    """
+    m, d = problem.m, problem.contacts.depth
+    speed = jax.lax.stop_gradient(jnp.maximum(-v_x, 1e-9))
+    shift = jnp.where(impact, (d - jax.lax.stop_gradient(d)) / speed, 0.0)  # -(tau - stop_gradient(tau))
+    per_slot = jax.lax.stop_gradient(x[:3 * m].reshape(m, 3)) * (shift / model.opt.timestep)[:, None]
+    return jnp.concatenate([per_slot.reshape(-1), jnp.zeros((x.shape[0] - 3 * m,), x.dtype)])
 
 
 register(ContactModel("springhead", SpringheadParams, init, solve,

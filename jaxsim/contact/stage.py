@@ -35,6 +35,7 @@ class StageResult(NamedTuple):
     carry: Any
     stats: SolverStats
     overflow: Array  # () int32, active contacts left out this step
+    dv_position: Array | None = None  # (nv,) velocity change for q+ only (Solution.position_impulse)
 
 
 def num_slots(model: Model) -> int:
@@ -221,7 +222,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         overflow = overflow + (jnp.sum(contacts.active[con]) - jnp.sum(contacts.active[idx])).astype(jnp.int32)
     else:
         idx = _static_index(con)
-    stats = zero_stats(dtype)
+    stats, dv_position = zero_stats(dtype), None
     if con.size or rows.dist.shape[0]:
         problem = _problem(model, kin, contacts, idx, kept, prev_impulse, rows, factor, state.v, v_free, nrow, eqs)
         sol = cmodel.solve(model, problem, jax.tree.map(lambda x: x[idx], carry))
@@ -231,8 +232,10 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
         handled = handled.at[idx].set(problem.contacts.active)
         carry = jax.tree.map(lambda full, part: jnp.zeros_like(full).at[idx].set(part), carry, sol.carry)
         stats = sol.stats
+        if sol.position_impulse is not None:
+            dv_position = problem.space.Minv_JT @ sol.position_impulse
     return StageResult(dv, _contact_state(model, kin, contacts, handled, impulse), carry, stats,
-                       overflow.astype(jnp.int32))
+                       overflow.astype(jnp.int32), dv_position)
 
 
 def _contact_state(model: Model, kin: Kinematics, contacts: Contacts, active: Array,

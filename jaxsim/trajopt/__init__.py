@@ -20,8 +20,11 @@ Problems:
 
 * ``CubePushProblem``: the ``cube_push`` environment's pusher brings the cube to a
   pose (x, y, yaw) on the floor.
+* ``BounceProblem``: a ball thrown off the floor and a wall (Springhead's impacts,
+  restitution 0.6) is at a target point at a given time.
 """
 
+from jaxsim.trajopt.bounce import BounceProblem
 from jaxsim.trajopt.cube_push import CubePushProblem, quarter_turn_error
 
-__all__ = ["CubePushProblem", "quarter_turn_error"]
+__all__ = ["BounceProblem", "CubePushProblem", "quarter_turn_error"]
