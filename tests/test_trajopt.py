@@ -43,7 +43,7 @@ def problem_and_value_and_grad():
     return problem, jax.jit(jax.value_and_grad(problem.loss))
 
 
-def test_gradient_matches_finite_differences(problem_and_value_and_grad):
+def _gradient_matches_finite_differences(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
     theta = problem.straight_push()
     loss, grad = value_and_grad(theta)
@@ -57,7 +57,7 @@ def test_gradient_matches_finite_differences(problem_and_value_and_grad):
         assert abs(float(fd)) > 0.1  # the pusher moves the cube: its pose depends on theta
 
 
-def test_adam_on_the_gradient_reaches_the_pose(problem_and_value_and_grad):
+def _adam_on_the_gradient_reaches_the_pose(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
     opt = optax.adam(0.2)
     theta = problem.straight_push()
@@ -70,3 +70,9 @@ def test_adam_on_the_gradient_reaches_the_pose(problem_and_value_and_grad):
         theta = optax.apply_updates(theta, updates)
     assert losses[0] > 12.0, losses  # the straight push misses
     assert float(value_and_grad(theta)[0]) < 1.0, losses
+
+
+def test_gradient_and_adam(problem_and_value_and_grad):
+    """Both checks in one test, so that one worker compiles the rollout's gradient once."""
+    _gradient_matches_finite_differences(problem_and_value_and_grad)
+    _adam_on_the_gradient_reaches_the_pose(problem_and_value_and_grad)

@@ -37,7 +37,7 @@ def problem_and_value_and_grad():
     return problem, jax.jit(jax.value_and_grad(problem.loss))
 
 
-def test_gradient_follows_the_trend_of_the_bounce(problem_and_value_and_grad):
+def _gradient_follows_the_trend_of_the_bounce(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
     theta = problem.initial_guess()
     _, grad = value_and_grad(theta)
@@ -48,7 +48,7 @@ def test_gradient_follows_the_trend_of_the_bounce(problem_and_value_and_grad):
         np.testing.assert_allclose(float(grad[k]), trend, rtol=0.1, atol=2.0, err_msg=f"theta[{k}]")
 
 
-def test_adam_on_the_gradient_hits_the_target(problem_and_value_and_grad):
+def _adam_on_the_gradient_hits_the_target(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
     opt = optax.adam(0.03)
     theta = problem.initial_guess()
@@ -63,3 +63,9 @@ def test_adam_on_the_gradient_hits_the_target(problem_and_value_and_grad):
     assert losses[0] > 100, losses  # the first throw misses by more than 10 cm
     assert float(value_and_grad(theta)[0]) < 1.0, losses
     assert metrics["floor_bounces"] >= 1 and metrics["wall_bounces"] >= 1, metrics
+
+
+def test_gradient_and_adam(problem_and_value_and_grad):
+    """Both checks in one test, so that one worker compiles the rollout's gradient once."""
+    _gradient_follows_the_trend_of_the_bounce(problem_and_value_and_grad)
+    _adam_on_the_gradient_hits_the_target(problem_and_value_and_grad)

@@ -22,9 +22,12 @@ Problems:
   pose (x, y, yaw) on the floor.
 * ``BounceProblem``: a ball thrown off the floor and a wall (Springhead's impacts,
   restitution 0.6) is at a target point at a given time.
+* ``QuadrupedGaitProblem``: an open-loop periodic gait walks the implicit-PD
+  quadruped forward at least 1 m in 3 s without falling.
 """
 
 from jaxsim.trajopt.bounce import BounceProblem
 from jaxsim.trajopt.cube_push import CubePushProblem, quarter_turn_error
+from jaxsim.trajopt.walk import QuadrupedGaitProblem
 
-__all__ = ["BounceProblem", "CubePushProblem", "quarter_turn_error"]
+__all__ = ["BounceProblem", "CubePushProblem", "QuadrupedGaitProblem", "quarter_turn_error"]
