@@ -181,3 +181,20 @@ def rollout_in_chunks(model, state, ctrls, chunk=ROLLOUT_CHUNK):
         state, traj = roll(model, state, ctrls[k:k + chunk])
         pieces.append(traj)
     return state, jax.tree.map(lambda *a: jax.numpy.concatenate(a), *pieces)
+
+
+def adam_descent(value_and_grad, theta, lr: float, steps: int):
+    """``steps`` Adam updates (optax, step ``lr``) on a jitted ``value_and_grad``:
+    ``(losses, theta)`` with the loss before each update and after the last
+    (``steps + 1`` values) and the final ``theta``."""
+    import optax
+
+    opt = optax.adam(lr)
+    state, losses = opt.init(theta), []
+    for _ in range(steps):
+        loss, grad = value_and_grad(theta)
+        losses.append(float(loss))
+        updates, state = opt.update(grad, state, theta)
+        theta = optax.apply_updates(theta, updates)
+    losses.append(float(value_and_grad(theta)[0]))
+    return losses, theta

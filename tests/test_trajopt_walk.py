@@ -15,8 +15,8 @@ compiled ``value_and_grad`` serves both checks:
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from conftest import adam_descent
 
 from jaxsim.trajopt import QuadrupedGaitProblem
 
@@ -55,16 +55,7 @@ def _gradient_matches_finite_differences(problem_and_value_and_grad):
 
 def _adam_on_the_gradient_moves_the_trunk_forward(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
-    opt = optax.adam(0.03)
-    theta = problem.initial_guess()
-    state = opt.init(theta)
-    losses = []
-    for _ in range(4):
-        loss, grad = value_and_grad(theta)
-        losses.append(float(loss))
-        updates, state = opt.update(grad, state, theta)
-        theta = optax.apply_updates(theta, updates)
-    losses.append(float(value_and_grad(theta)[0]))
+    losses, _ = adam_descent(value_and_grad, problem.initial_guess(), 0.03, 4)
     assert abs(losses[0]) < 0.01, losses  # standing still: no travel, no penalty, no effort
     assert losses[-1] < -0.05, losses
 
