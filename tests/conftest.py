@@ -198,3 +198,20 @@ def adam_descent(value_and_grad, theta, lr: float, steps: int):
         theta = optax.apply_updates(theta, updates)
     losses.append(float(value_and_grad(theta)[0]))
     return losses, theta
+
+
+def check_directional_derivatives(value_and_grad, theta, directions, h: float, rtol: float, atol: float,
+                                  min_change: float):
+    """The gradient of a jitted ``value_and_grad`` at ``theta`` against central
+    differences of step ``h`` along each of ``directions`` (k, *theta.shape); each
+    difference must exceed ``min_change`` in magnitude (the loss depends on theta)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    loss, grad = value_and_grad(theta)
+    assert np.isfinite(float(loss)) and np.all(np.isfinite(np.asarray(grad)))
+    for k, direction in enumerate(directions):
+        fd = (value_and_grad(theta + h * direction)[0] - value_and_grad(theta - h * direction)[0]) / (2 * h)
+        np.testing.assert_allclose(float(jnp.sum(direction * grad)), float(fd), rtol=rtol, atol=atol,
+                                   err_msg=f"direction {k}")
+        assert abs(float(fd)) > min_change

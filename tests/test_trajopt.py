@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import adam_descent
+from conftest import adam_descent, check_directional_derivatives
 
 from jaxsim.trajopt import CubePushProblem, quarter_turn_error
 
@@ -46,15 +46,10 @@ def problem_and_value_and_grad():
 def _gradient_matches_finite_differences(problem_and_value_and_grad):
     problem, value_and_grad = problem_and_value_and_grad
     theta = problem.straight_push()
-    loss, grad = value_and_grad(theta)
-    assert np.isfinite(float(loss)) and np.all(np.isfinite(np.asarray(grad)))
-    h = 1e-5
-    for k, direction in enumerate(jax.random.normal(jax.random.PRNGKey(0), (3,) + theta.shape, jnp.float64)):
-        fd = (value_and_grad(theta + h * direction)[0] - value_and_grad(theta - h * direction)[0]) / (2 * h)
-        analytic = jnp.sum(direction * grad)
-        # atol: the differences' noise (the QP's 1e-12 tolerance over h, times the loss' scale)
-        np.testing.assert_allclose(float(analytic), float(fd), rtol=1e-5, atol=1e-4, err_msg=f"direction {k}")
-        assert abs(float(fd)) > 0.1  # the pusher moves the cube: its pose depends on theta
+    directions = jax.random.normal(jax.random.PRNGKey(0), (3,) + theta.shape, jnp.float64)
+    # atol: the differences' noise (the QP's 1e-12 tolerance over h, times the loss' scale);
+    # min_change: the pusher moves the cube, so its pose depends on theta
+    check_directional_derivatives(value_and_grad, theta, directions, h=1e-5, rtol=1e-5, atol=1e-4, min_change=0.1)
 
 
 def _adam_on_the_gradient_reaches_the_pose(problem_and_value_and_grad):
