@@ -19,9 +19,10 @@ is made or not) or a derivative that follows a discretization artefact instead o
 trend (the impacts of ``jaxsim.trajopt.BounceProblem`` with ``impact_gradient="step"``)
 biases it, however many samples are averaged. ``g1``'s spread is usually far smaller,
 except where stiff contact makes ``f`` steep. Per task and contact setting, at the
-task's ``initial_guess``, the script draws ``--reference`` antithetic pairs for a
-reference ``grad F`` (zeroth order, with its standard error) and ``--samples``
-further draws for the two estimates, and reports, relative to ``|grad F|``:
+task's ``initial_guess``, the script rolls out ``--reference`` antithetic draws (per
+direction) for a reference ``grad F`` (zeroth order, with its standard error) and
+``--samples`` further draws for the two estimates, and reports, relative to
+``|grad F|``:
 
 * ``mean's error``: ``|mean(g) - grad F|`` over the ``--samples`` draws: for ``g0``
   it is its spread over ``sqrt(samples)``; for ``g1`` a value clear of that and of
@@ -114,7 +115,7 @@ def estimate(problem, sigma: float, samples: int, reference: int, directions: in
         return np.concatenate(fs), np.concatenate(gs)
 
     rng = np.random.default_rng(seed)
-    pairs = -(-reference // CHUNK) * CHUNK  # whole chunks of + and - draws
+    half = -(-reference // CHUNK) * CHUNK // 2  # antithetic pairs: whole chunks of + and - draws
     draws = -(-samples // CHUNK) * CHUNK
     t0 = time.perf_counter()
     f0 = float(batch(jnp.zeros((CHUNK, n), dtype))[0][0])
@@ -125,7 +126,7 @@ def estimate(problem, sigma: float, samples: int, reference: int, directions: in
     refs, ref_vars, g1s, g0s = [], [], [], []
     for basis in spaces:
         k = basis.shape[0]
-        z_half = rng.normal(size=(pairs // 2 * 2 // 2, k)) * sigma
+        z_half = rng.normal(size=(half, k)) * sigma
         f_ref, _ = run(np.concatenate([z_half, -z_half]) @ basis)
         plus, minus = f_ref[: z_half.shape[0]], f_ref[z_half.shape[0]:]
         antithetic = ((plus - minus) / (2 * sigma ** 2))[:, None] * z_half
@@ -135,7 +136,7 @@ def estimate(problem, sigma: float, samples: int, reference: int, directions: in
         f_est, g = run(z @ basis)
         g1s.append(g @ basis.T)
         g0s.append(((f_est - f0) / sigma ** 2)[:, None] * z)
-    per_sample_s = (time.perf_counter() - t0) / (len(spaces) * (2 * (pairs // 2) + draws))
+    per_sample_s = (time.perf_counter() - t0) / (len(spaces) * (2 * half + draws))
     grad_ref, g1, g0 = np.concatenate(refs), np.concatenate(g1s, 1), np.concatenate(g0s, 1)
     scale = float(np.linalg.norm(grad_ref))
     finite = np.all(np.isfinite(g1), axis=1)
@@ -148,7 +149,7 @@ def estimate(problem, sigma: float, samples: int, reference: int, directions: in
     return {"n_params": int(n), "directions": directions, "sigma": sigma, "loss": f0, "grad_norm": scale,
             "reference_error": float(np.sqrt(np.sum(ref_vars)) / scale), "first_order": stats(g1),
             "zeroth_order": stats(g0), "nonfinite_first_order": int(np.sum(~finite)), "compile_s": compile_s,
-            "seconds_per_sample": per_sample_s, "reference_pairs": int(pairs // 2), "samples": int(draws)}
+            "seconds_per_sample": per_sample_s, "reference_pairs": int(half), "samples": int(draws)}
 
 
 def table(results: list) -> str:
@@ -168,7 +169,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
     p.add_argument("--samples", type=int, default=32, help="draws for the two estimates")
-    p.add_argument("--reference", type=int, default=512, help="antithetic draws for the reference gradient")
+    p.add_argument("--reference", type=int, default=512,
+                   help="rollouts for the reference gradient (half as many antithetic pairs), per direction")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
     use_fast_cpu_compile()
