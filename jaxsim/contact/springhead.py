@@ -122,8 +122,13 @@ def _time_of_impact_velocity(model: Model, problem: Problem, v_x: Array, e: Arra
     m, d = problem.m, problem.contacts.depth
     b_x = problem.space.b[np.arange(m) * 3]
     approach = jax.lax.stop_gradient((v_x - b_x) / model.opt.timestep)  # m/s^2, a
-    speed = jax.lax.stop_gradient(jnp.maximum(-v_x, 1e-9))
-    return (1 + e) * approach / speed * (jax.lax.stop_gradient(d) - d)
+    return (1 + e) * approach / _approach_speed(v_x) * (jax.lax.stop_gradient(d) - d)
+
+
+def _approach_speed(v_x: Array) -> Array:
+    """(m,) m/s, ``|v_x|`` of approaching slots (floored at 1e-9), a constant to the
+    derivative: the time-of-impact terms divide by it."""
+    return jax.lax.stop_gradient(jnp.maximum(-v_x, 1e-9))
 
 
 def _pgs(H: Array, g: Array, lower: Array, upper: Array, mu: Array, x0: Array, sweeps: int):
@@ -215,8 +220,7 @@ def _time_of_impact_impulse(model: Model, problem: Problem, impact: Array, v_x: 
     of the missing term. ``_time_of_impact_velocity`` gives the velocities' part.
     """
     m, d = problem.m, problem.contacts.depth
-    speed = jax.lax.stop_gradient(jnp.maximum(-v_x, 1e-9))
-    shift = jnp.where(impact, (d - jax.lax.stop_gradient(d)) / speed, 0.0)  # -(tau - stop_gradient(tau))
+    shift = jnp.where(impact, (d - jax.lax.stop_gradient(d)) / _approach_speed(v_x), 0.0)  # -(tau - sg(tau))
     per_slot = jax.lax.stop_gradient(x[:3 * m].reshape(m, 3)) * (shift / model.opt.timestep)[:, None]
     return jnp.concatenate([per_slot.reshape(-1), jnp.zeros((x.shape[0] - 3 * m,), x.dtype)])
 

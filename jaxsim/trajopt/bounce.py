@@ -1,4 +1,4 @@
-"""Task (b), bounce: throw a ball so that it bounces off the floor and a wall and is
+"""Bouncing: throw a ball so that it bounces off the floor and a wall and is
 at a target point at a given time (Springhead's impact model, restitution 0.6)."""
 
 from __future__ import annotations

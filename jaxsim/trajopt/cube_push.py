@@ -1,4 +1,4 @@
-"""Task (a), push: open-loop pusher commands bring the ``cube_push`` environment's
+"""Pushing: open-loop pusher commands bring the ``cube_push`` environment's
 cube (``jaxsim.envs.cube_push``) to a pose (x, y, yaw) on the floor."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Task (c), walk: an open-loop periodic gait that carries jaxsim's implicit-PD quadruped
+"""Walking: an open-loop periodic gait that carries jaxsim's implicit-PD quadruped
 (``jaxsim.quadruped``) forward without falling."""
 
 from __future__ import annotations
@@ -196,11 +196,14 @@ class QuadrupedGaitProblem:
     def trajectory(self, theta: Array) -> Array:
         """(steps, 9) the trunk after each step: position (3, m), quaternion (4, w x y
         z), roll and pitch rates (2, rad/s, trunk frame)."""
+        return self._trajectory(self.controls(theta))
+
+    def _trajectory(self, controls: Array) -> Array:
         def body(state, u):
             state = step(self.model, state, u)
             return state, jnp.concatenate([state.q[:7], state.v[3:5]])
 
-        return jax.lax.scan(body, self.state0, self.controls(theta))[1]
+        return jax.lax.scan(body, self.state0, controls)[1]
 
     def _trunk(self, trajectory: Array) -> tuple[Array, Array, Array]:
         """(distance m, heights (steps,) m, up-axis z (steps,)) of a ``trajectory``."""
@@ -210,13 +213,14 @@ class QuadrupedGaitProblem:
 
     def loss(self, theta: Array) -> Array:
         """The scalar loss, m (class docstring)."""
-        trajectory = self.trajectory(theta)
+        controls = self.controls(theta)
+        trajectory = self._trajectory(controls)
         distance, height, up = self._trunk(trajectory)
         s = self.penalty_width
         low = jnp.mean(s * jax.nn.softplus((self.height_margin - height) / s))
         tilted = jnp.mean(s * jax.nn.softplus((self.up_margin - up) / s))
         rocking = jnp.mean(jnp.sum(trajectory[:, 7:9] ** 2, axis=-1))
-        effort = jnp.mean((self.controls(theta) / self.amplitude) ** 2)
+        effort = jnp.mean((controls / self.amplitude) ** 2)
         return (-distance + self.height_weight * low + self.tilt_weight * tilted + self.rock_weight * rocking
                 + self.effort_weight * effort)
 
