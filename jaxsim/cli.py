@@ -23,6 +23,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxsim import contact as contact_models
 from jaxsim import options as model_options
@@ -374,20 +375,31 @@ def _chunk_fn(model, show, stride: int, frames: int, mesh):
         shown = jax.tree.map(lambda x: x[show], carry[0])
         return carry, (shown, stats)
 
+    def batch_totals(valid, depth, iters, active):  # per step, over the batch
+        return valid, depth, jnp.sum(iters, -1), jnp.max(iters, -1), jnp.sum(active, -1)
+
+    # the viewer's envs and the per-step totals come back whole on every process (a
+    # batch split over several processes has no process holding all of it)
+    whole = NamedSharding(mesh, PartitionSpec())
+
     @jax.jit
     def chunk(states, left):
         (states, _), (shown, stats) = jax.lax.scan(frame, (states, left), None, length=frames)
         states = jax.lax.with_sharding_constraint(states, parallel.batch_sharding(mesh))
-        return states, shown, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), stats)
+        totals = batch_totals(*jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), stats))
+        return states, *jax.lax.with_sharding_constraint((shown, totals), whole)
 
     return chunk
 
 
-def initial_states(model, batch: int, noise: float, seed: int):
-    """``batch`` States at qpos0: env 0 at rest, the others with joint velocities drawn
-    from N(0, noise^2) (rad/s, m/s)."""
-    v = noise * jax.random.normal(jax.random.PRNGKey(seed), (batch, model.nv), model.dtype)
-    v = v.at[0].set(0.0)
+def initial_states(model, batch: int, noise: float, seed: int, rows: slice | None = None):
+    """``batch`` States at qpos0 (or only those of ``rows``): env 0 at rest, the others
+    with joint velocities drawn from N(0, noise^2) (rad/s, m/s), env i's from its own
+    key (``parallel.env_keys``), whatever the number of processes."""
+    keys = parallel.env_keys(seed, batch, rows)
+    index = np.arange(batch)[rows if rows is not None else slice(None)]
+    v = noise * jax.vmap(lambda k: jax.random.normal(k, (model.nv,), model.dtype))(keys)
+    v = jnp.where(index[:, None] == 0, 0.0, v)
     return jax.vmap(lambda v: make_state(model, v=v))(v)
 
 
@@ -445,6 +457,13 @@ def load_model(args):
 def simulate(args) -> int:
     path = args.model
     _check_simulate_args(args)
+    # one of several processes when the distributed environment is set (python -m
+    # jaxsim.launch, srun, mpirun): the batch is split over every process's devices,
+    # and process 0 alone prints and writes
+    several = parallel.initialize()
+    writer = jax.process_index() == 0
+    if not writer:
+        sys.stdout, args.quiet = open(os.devnull, "w"), True
     out = args.out or os.path.splitext(os.path.basename(path))[0] + ".html"
     if os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
         raise UsageError(f"--out: directory {os.path.dirname(out)} does not exist")
@@ -470,16 +489,19 @@ def simulate(args) -> int:
                          f"{nframes * show.size * env_bytes / 1e9:.3g} GB; at most {most} env(s) "
                          f"({MAX_STORED_BYTES / 1e9:.1f} GB)" + ("" if most else ", or --out - for no viewer"))
     name = os.path.basename(path)
-    # envs split over every local device that divides the batch (jaxsim.parallel)
-    mesh = parallel.batch_mesh(args.batch)
-    states = parallel.shard_batch(initial_states(model, args.batch, args.noise, args.seed), mesh)
+    # envs split over every device that divides the batch (jaxsim.parallel); with
+    # several processes, over all of theirs, each process making its own envs' states
+    mesh = parallel.global_mesh(args.batch) if several else parallel.batch_mesh(args.batch)
+    rows = parallel.process_rows(args.batch, mesh)
+    states = parallel.from_process_rows(initial_states(model, args.batch, args.noise, args.seed, rows), mesh)
     print(f"jaxsim simulate {name}: {model.topo.nbody - 1} bodies, nv = {model.nv}, "
           f"{model.topo.ngeom} geoms, {states.contact.active.shape[-1]} contact slots"
           + (f", max_contacts {int(model.opt.max_contacts)}" if int(model.opt.max_contacts) else "")
           + (f"; no floor in the file: added a plane at z = {floor_z:.3f} m" if floor_z is not None else ""))
     print(f"  {args.batch} env(s) x {steps} steps of {dt:g} s ({steps * dt:g} s), "
           f"{model.opt.integrator}, contact model {contact_label(model)}, "
-          f"{jax.devices()[0].platform} x {mesh.devices.size} device(s), {jnp.dtype(dtype).name}"
+          f"{jax.devices()[0].platform} x {mesh.devices.size} device(s)"
+          + (f" in {jax.process_count()} processes" if several else "") + f", {jnp.dtype(dtype).name}"
           + (f", {envs} envs at a time per device" if (envs := parallel.default_chunk(model))
              and args.batch // mesh.devices.size > envs else ""))
 
@@ -496,22 +518,20 @@ def simulate(args) -> int:
     with tqdm(total=steps, unit="step", desc="  simulating", leave=False, disable=args.quiet) as bar:
         for _ in range(nchunks):
             states, frames, s = chunk(states, jnp.int32(left))
-            frames, (valid, depth, iters, active) = jax.device_get((frames, s))
+            frames, (valid, depth, iters, iters_top, active) = jax.device_get((frames, s))
             if viz is not None:
                 shown.append(frames)
-            depth, iters, active = depth[valid], iters[valid], active[valid]
-            if iters.size:
-                depth_max = max(depth_max, float(depth.max()))
-                iters_sum, iters_max = iters_sum + int(iters.sum()), max(iters_max, int(iters.max()))
-                active_sum, counted = active_sum + int(active.sum()), counted + iters.size
+            if valid.any():
+                depth_max = max(depth_max, float(depth[valid].max()))
+                iters_sum, iters_max = iters_sum + int(iters[valid].sum()), max(iters_max, int(iters_top[valid].max()))
+                active_sum, counted = active_sum + int(active[valid].sum()), counted + int(valid.sum()) * args.batch
             done = min(left, per_chunk * stride)
             left -= done
             bar.update(done)
     jax.block_until_ready(states)
     wall = time.perf_counter() - t0
 
-    overflow = np.asarray(states.overflow)
-    nonfinite = np.asarray(states.nonfinite)
+    overflow, nonfinite = parallel.gather((states.overflow, states.nonfinite))
     print(f"  compile            {compile_s:.1f} s")
     print(f"  run                {wall:.2f} s = {steps * args.batch / wall:,.0f} env-steps/s "
           f"({steps * dt * args.batch / wall:.2f} x real time over all envs)")
@@ -523,7 +543,7 @@ def simulate(args) -> int:
     print(f"  non-finite         {int(nonfinite.sum())} of {args.batch} envs"
           + (" -- NaN/inf: try a smaller --dt" if nonfinite.any() else ""))
 
-    if viz is not None:
+    if viz is not None and writer:
         # chunks hold (frames, shown envs, ...), the last padded past the end: keep nframes
         traj = jax.tree.map(lambda *x: np.swapaxes(np.concatenate(x)[:nframes], 0, 1), *shown)  # (S, F, ...)
         fig = viz.animate(model, traj, envs=list(range(len(show))), contacts=True, forces=True,

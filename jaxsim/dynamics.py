@@ -19,6 +19,7 @@ import numpy as np
 from jaxsim import kinematics as kin_mod
 from jaxsim import linalg, math
 from jaxsim.kinematics import Kinematics, plan
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import DynType, JointType, Model
 
 Array = jax.Array
@@ -29,6 +30,7 @@ def gravity_acceleration(model: Model, dtype) -> Array:
     return jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
 
 
+@accepts_explicit_axes
 def mass_matrix(model: Model, kin: Kinematics) -> Array:
     """(nv, nv) joint-space inertia matrix, armature included (CRBA)."""
     p = plan(model.topo)
@@ -43,6 +45,7 @@ def mass_matrix(model: Model, kin: Kinematics) -> Array:
     return m + jnp.diag(model.dof_armature.astype(dtype))
 
 
+@accepts_explicit_axes
 def inverse_dynamics(model: Model, kin: Kinematics, v: Array, qacc: Array,
                      body_vel: Array | None = None, dof_motion_dot: Array | None = None) -> Array:
     """(nv,) generalized force producing ``qacc`` at velocity ``v`` (RNEA, no armature).
@@ -63,6 +66,7 @@ def inverse_dynamics(model: Model, kin: Kinematics, v: Array, qacc: Array,
     return jnp.sum(kin.dof_motion * subtree_force, -1)
 
 
+@accepts_explicit_axes
 def bias_forces(model: Model, kin: Kinematics, v: Array) -> Array:
     """(nv,) ``C(q, v) v + g(q)`` (MuJoCo's ``qfrc_bias``)."""
     return inverse_dynamics(model, kin, v, jnp.zeros_like(v))
@@ -216,6 +220,7 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
     return qfrc, act_dot
 
 
+@accepts_explicit_axes
 def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array,
                           extra_diag: Array | float = 0.0) -> Array:
     """(nv,) ``qacc = (M + diag(extra))^-1 (tau - bias)`` by Cholesky."""
@@ -223,6 +228,7 @@ def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array
     return linalg.cho_solve(linalg.cho_factor(m), tau - bias)
 
 
+@accepts_explicit_axes
 def forward_dynamics_aba(model: Model, kin: Kinematics, v: Array, tau: Array,
                          extra_diag: Array | float = 0.0, body_vel: Array | None = None,
                          dof_motion_dot: Array | None = None) -> Array:

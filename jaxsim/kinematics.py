@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import JointType, Model, Topology, pytree_dataclass
 
 Array = jax.Array
@@ -217,6 +218,7 @@ def _joint_transforms(model: Model, q: Array, p: Plan):
     return t, r
 
 
+@accepts_explicit_axes
 def forward_kinematics(model: Model, q: Array) -> Kinematics:
     """Poses of bodies, joints and geoms, spatial inertias and dof motion vectors.
 
@@ -281,6 +283,7 @@ def forward_kinematics(model: Model, q: Array) -> Kinematics:
                       geom_rot_w=geom_rot)
 
 
+@accepts_explicit_axes
 def body_velocities(model: Model, kin: Kinematics, v: Array) -> tuple[Array, Array]:
     """Body spatial velocities and the time derivative of the dof motion vectors.
 
@@ -295,6 +298,7 @@ def body_velocities(model: Model, kin: Kinematics, v: Array) -> tuple[Array, Arr
     return body_vel, math.motion_cross(ref_vel, kin.dof_motion)
 
 
+@accepts_explicit_axes
 def point_jacobian(model: Model, kin: Kinematics, body: int, point_w: Array) -> Array:
     """(3, nv) Jacobian of the world velocity of a point fixed to ``body``.
 
@@ -308,6 +312,7 @@ def point_jacobian(model: Model, kin: Kinematics, body: int, point_w: Array) -> 
     return (s[:, 3:] + jnp.cross(s[:, :3], r)).T
 
 
+@accepts_explicit_axes
 def body_jacobian(model: Model, kin: Kinematics, body: int) -> Array:
     """(6, nv) Jacobian of ``[omega; v_origin]`` of ``body``'s frame, world orientation."""
     mask = jnp.asarray(plan(model.topo).body_dof[body], kin.dof_motion.dtype)

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import STRUCTURAL_FIELDS, JointType, Model
 
 Array = jax.Array
@@ -311,6 +312,7 @@ def randomize(model: Model, rng, ranges: Range | Sequence[Range], num: int | Non
         plan.append((spec, path, sel))
     keys = _keys(rng, num)
 
+    @accepts_explicit_axes  # keys sharded on an Explicit mesh give models sharded alike
     def draw(key):
         values = {}
         for i, (spec, path, sel) in enumerate(plan):

@@ -1,6 +1,6 @@
 """The ``jaxsim`` command line: the README's main command (bare ``python -m jaxsim``),
-``demo``, ``simulate`` on gymnasium's ant in a subprocess (its 2 envs sharded over 2
-host devices), a floor added under a model
+``demo``, ``simulate`` on gymnasium's ant under two processes (its 2 envs split over
+them), a floor added under a model
 without one, ``--contact`` / ``--set`` reaching the Model, and bad input (options,
 values, numbers out of range) rejected with a one-line error and exit status 2."""
 
@@ -50,17 +50,19 @@ def run_cli(*args, cwd=None, env=None):
 
 
 def test_simulate_ant_writes_the_viewer(tmp_path):
+    """Under two processes (``python -m jaxsim.launch``, one CPU device each), as on a
+    cluster: the 2 envs are split over both, and process 0 alone prints and writes."""
     out = tmp_path / "ant.html"
-    # three host CPU devices: the 2 envs are split over the 2 that divide the batch (the
-    # suite's own XLA options kept: conftest's fast compile)
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=3"
-    r = run_cli("simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet",
-                env={"XLA_FLAGS": flags.strip()})
-    assert r.returncode == 0, r.stderr
-    assert "ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
-    assert "cpu x 2 device(s)" in r.stdout and "contact model relaxed," in r.stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_") or k == "JAX_ENABLE_X64"}
+    r = subprocess.run([sys.executable, "-m", "jaxsim.launch", "-n", "2", "--", sys.executable, "-m", "jaxsim",
+                        "simulate", ANT, "--duration", "0.2", "--batch", "2", "--out", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=300, env={**env, "JAX_PLATFORMS": "cpu"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[0] jaxsim simulate ant.xml: 13 bodies, nv = 14" in r.stdout and "added a plane" not in r.stdout
+    assert "cpu x 2 device(s) in 2 processes" in r.stdout and "contact model relaxed," in r.stdout
     for line in ("env-steps/s", "max penetration", "contact QP", "overflow", "non-finite         0 of 2"):
-        assert line in r.stdout
+        assert re.search(rf"^\[0\] .*{line}", r.stdout, re.M), line
+    assert "[1] jaxsim" not in r.stdout and "[1]   " not in r.stdout  # the other process prints nothing
     html = out.read_text()
     assert html.lower().startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert re.search(r"<script[^>]*\bsrc=", html) is None  # plotly.js embedded: opens offline

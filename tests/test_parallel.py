@@ -85,6 +85,101 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+EXPLICIT = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    import jaxsim
+    import jaxsim.envs
+    from jaxsim import parallel
+    from brax.envs.wrappers import training
+
+    b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)
+    b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
+    b.add_body("box", pos=(0, 0, 0.0495), mass=0.5, inertia=(1e-3,) * 3)
+    b.add_joint("box", "free")
+    b.add_geom("box", "box", (0.05, 0.05, 0.05))
+    b.add_body("ball", pos=(0.2, 0, 0.0395), mass=0.2, inertia=(2e-4,) * 3)
+    b.add_joint("ball", "free")
+    b.add_geom("ball", "sphere", (0.04,))
+    model = b.build(jnp.float64)
+    v = 0.5 * jax.random.normal(jax.random.PRNGKey(0), (4, model.nv))
+    models = jaxsim.batch_models([model.replace(body_mass=model.body_mass * (1 + 0.1 * i)) for i in range(4)])
+
+    mesh = jax.make_mesh((2,), ("env",))  # JAX's default: Explicit axes
+    assert mesh.axis_types == (AxisType.Explicit,)
+    split = lambda tree: jax.device_put(tree, NamedSharding(mesh, P("env")))  # noqa: E731
+
+    def gap(a, b):
+        return max(float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)), initial=0.0))
+                   for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+    def check(name, f, *args, ref=None, tol=1e-9):
+        ref = f(*args) if ref is None else ref
+        out = f(*split(args))
+        leaf = jax.tree.leaves(out)[0]
+        assert jax.typeof(leaf).sharding.spec[0] == "env", (name, jax.typeof(leaf))
+        assert gap(ref, out) <= tol, (name, gap(ref, out))
+        return out
+
+    # make_state, then step with a batch of models, without and with jax.set_mesh
+    states = check("make_state", jax.jit(jax.vmap(lambda v: jaxsim.make_state(model, v=v))), v)
+    states = jax.tree.map(np.asarray, states)
+    stepped = check("step", jax.jit(jax.vmap(jaxsim.step)), models, states)
+    assert float(np.max(np.asarray(stepped.contact.active).sum(-1))) > 0
+    with jax.set_mesh(mesh):
+        check("step under set_mesh", jax.jit(jax.vmap(jaxsim.step)), models, states, ref=stepped)
+
+    # every public stage at the stepped states, in one program
+    def stages(q, v):
+        kin = jaxsim.forward_kinematics(model, q)
+        return {"kinematics": kin, "velocities": jaxsim.body_velocities(model, kin, v),
+                "point_jacobian": jaxsim.point_jacobian(model, kin, 1, jnp.array([0.0, 0.0, 0.1])),
+                "body_jacobian": jaxsim.body_jacobian(model, kin, 2), "mass": jaxsim.mass_matrix(model, kin),
+                "bias": jaxsim.bias_forces(model, kin, v),
+                "inverse": jaxsim.inverse_dynamics(model, kin, v, jnp.ones_like(v)),
+                "aba": jaxsim.forward_dynamics_aba(model, kin, v, jnp.ones_like(v)),
+                "crba": jaxsim.forward_dynamics_crba(model, kin, jnp.ones_like(v), jaxsim.bias_forces(model, kin, v)),
+                "collide": jaxsim.collide(model, kin),
+                "accelerations": jaxsim.accelerations(model, q, v, jnp.zeros(0), jnp.zeros(0))[0]}
+    check("stages", jax.jit(jax.vmap(stages)), np.asarray(stepped.q), np.asarray(stepped.v))
+    check("contact_forces", jax.jit(lambda s: jax.vmap(jaxsim.contact_forces, (None, 0))(model, s)), stepped)
+
+    # a gradient through the contact step, and the per-device vmap (shard_map)
+    loss = lambda v, s: jnp.sum(jax.vmap(jaxsim.step, (None, 0))(model, s.replace(v=v)).q ** 2)  # noqa: E731
+    check("grad of step", jax.jit(jax.grad(loss)), np.asarray(v), states)
+    check("chunked_vmap", jax.jit(parallel.chunked_vmap(jaxsim.step, 0, None, mesh)), models, states, ref=stepped)
+
+    # an environment through Brax's vmap and domain-randomization wrappers
+    env = jaxsim.envs.get("cartpole", dtype=jnp.float64)
+    ranges = [jaxsim.Range("body_mass", 0.5, 2.0, index="cart")]
+    for sharded in (False, True):
+        put = split if sharded else (lambda x: x)
+        wrapped = training.DomainRandomizationVmapWrapper(
+            env, lambda sys: jaxsim.randomize(sys, put(jax.random.split(jax.random.PRNGKey(5), 4)), ranges))
+        run = jax.jit(lambda rng, a: jax.lax.fori_loop(0, 3, lambda _, s: wrapped.step(s, a), wrapped.reset(rng)).obs)
+        obs = run(put(jax.random.split(jax.random.PRNGKey(6), 4)), put(jnp.ones((4, 1))))
+        if sharded:
+            assert jax.typeof(obs).sharding.spec[0] == "env" and gap(obs, plain) < 1e-12, gap(obs, plain)
+        plain = obs
+    print("explicit axes == unsharded")
+""")
+
+
+def test_stages_accept_explicit_axes():
+    """Batches sharded on a mesh from ``jax.make_mesh`` (Explicit axes, as JAX's docs
+    build them), with and without ``jax.set_mesh``: ``make_state``, ``step`` with a
+    batch of models, each public stage, a gradient through the step, ``chunked_vmap``
+    and an environment under Brax's domain-randomization wrapper give the unsharded
+    results (to the QP's tolerance), split along the mesh's axis. (Auto axes: the
+    test above.)"""
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = {**os.environ, "XLA_FLAGS": flags.strip(), "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "explicit axes == unsharded" in r.stdout
+
+
 def test_sharded_batches_equal_one_device():
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"  # keep conftest's
     env = {**os.environ, "XLA_FLAGS": flags.strip(), "JAX_PLATFORMS": "cpu"}

@@ -20,6 +20,7 @@ from jaxsim import math
 from jaxsim.collision import box_primitives, convex, hfield, primitives, regions
 from jaxsim.collision.pairs import HFIELD_KINDS, POLYHEDRAL, pair_plan
 from jaxsim.kinematics import Kinematics
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import ContactMode, Contacts, GeomType, Model
 
 G = GeomType
@@ -204,6 +205,7 @@ def _broad_phase(model: Model, kin: Kinematics, grp, live: np.ndarray, bound: Ar
             skipped.astype(jnp.int32))
 
 
+@accepts_explicit_axes
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     """Contacts of every collidable geom pair at the configuration of ``kin``.
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim.contact.space import slot_info
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import Model, State
 
 Array = jax.Array
@@ -35,6 +36,7 @@ class ContactForces(NamedTuple):
     cop_w: Array  # (ncon, 3) m, centre of pressure (the contact point, or a wrench slot's)
 
 
+@accepts_explicit_axes
 def contact_forces(model: Model, state: State) -> ContactForces:
     """Every slot's contact force and torque on its two bodies in the last step."""
     info, c = slot_info(model.topo), state.contact
@@ -45,6 +47,7 @@ def contact_forces(model: Model, state: State) -> ContactForces:
                          c.force_w, c.torque2_w, c.cop_w)
 
 
+@accepts_explicit_axes
 def body_contact_wrench(model: Model, state: State, body: int | str) -> tuple[Array, Array]:
     """Total contact force (3,) N and torque (3,) N m about its centre of mass on one
     body (an id or a name), world frame, in the last step."""

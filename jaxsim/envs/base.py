@@ -12,13 +12,16 @@ fields and, for domain randomization, swaps the environment's ``sys`` (a jaxsim
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
+import functools
 from typing import Any, Union
 
 import jax
 import jax.numpy as jnp
 
 import jaxsim
+from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.types import Model, pytree_dataclass
 
 Array = jax.Array
@@ -46,8 +49,34 @@ class State:
     info: dict = dataclasses.field(default_factory=dict)
 
 
+def _accepting_explicit_axes(method):
+    """``method`` of an Env, through ``accepts_explicit_axes``. The env's ``sys`` goes in
+    as an argument, not read from ``self``: Brax's domain randomization sets it to a
+    batch of traced models, which must enter the Auto-axes body with its arguments."""
+    @functools.wraps(method)
+    def wrapped(self, *args):
+        def call(sys, *args):
+            env = self
+            if sys is not None:
+                env = copy.copy(self)
+                env.sys = sys
+            return method(env, *args)
+        return accepts_explicit_axes(call)(getattr(self, "sys", None), *args)
+    return wrapped
+
+
 class Env(abc.ABC):
-    """An environment: ``reset(rng) -> State``, ``step(state, action) -> State``."""
+    """An environment: ``reset(rng) -> State``, ``step(state, action) -> State``.
+
+    A subclass's ``reset`` and ``step`` accept batches sharded on a mesh with Explicit
+    axes (``jaxsim.parallel.accepts_explicit_axes``), as the simulator's stages do."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("reset", "step"):
+            if name in vars(cls):
+                setattr(cls, name, _accepting_explicit_axes(vars(cls)[name]))
+
 
     @abc.abstractmethod
     def reset(self, rng: Array) -> State:
