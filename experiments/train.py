@@ -35,6 +35,7 @@ import jax
 import numpy as np
 
 import jaxsim.envs
+from jaxsim import parallel
 from jaxsim.envs import training
 
 
@@ -137,12 +138,17 @@ def main(argv=None) -> None:
                    help="episodes of the trained policy whose final metrics are reported (0: none)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = p.parse_args(argv)
+    # one of several processes under python -m jaxsim.launch, srun or mpirun: Brax's
+    # agents split the envs over every process's devices (jax.process_count())
+    several = parallel.initialize()
 
     env_kwargs, overrides = _pairs(args.env), _pairs(args.set)
     env = jaxsim.envs.get(args.task, **env_kwargs) if args.backend == "jaxsim" else mjx_env(args.task, env_kwargs)
     settings, sizes = training.hyperparameters(args.task, args.agent)
     settings.update(overrides)
-    print(f"{args.task} / {args.agent} / {args.backend} on {jax.devices()[0].platform}: {settings}, networks {sizes}", flush=True)
+    print(f"{args.task} / {args.agent} / {args.backend} on {jax.devices()[0].platform}"
+          + (f" ({jax.process_count()} processes, {jax.device_count()} devices)" if several else "")
+          + f": {settings}, networks {sizes}", flush=True)
 
     def progress(steps, metrics):
         print(f"  {time.perf_counter() - start:7.1f} s  {int(steps):>10,d} env-steps  "
@@ -159,6 +165,8 @@ def main(argv=None) -> None:
         final = {name: float(value.mean()) for name, value in ends.items()}
         print(f"trained policy, {args.eval_episodes} episodes, means at their ends: "
               + ", ".join(f"{name} {value:.4g}" for name, value in final.items()), flush=True)
+    if jax.process_index() != 0:
+        return  # process 0 writes the results
     os.makedirs(args.out, exist_ok=True)
     suffix = "" if args.backend == "jaxsim" else f"_{args.backend}"
     stem = os.path.join(args.out, f"train_{args.task}_{args.agent}{suffix}")
@@ -168,6 +176,7 @@ def main(argv=None) -> None:
                        env_steps_per_wall_s=steps_per_second(curve, "wall_s"), settings=settings, networks=sizes,
                        seed=args.seed, wall_s=total, final_metrics=final, eval_episodes=args.eval_episodes,
                        curve=curve.__dict__, platform=jax.devices()[0].platform, cpus=os.cpu_count(),
+                       processes=jax.process_count(), devices=jax.device_count(),
                        argv=sys.argv[1:]), f, indent=1)
     plot(curve, f"{args.task}, {args.agent} ({args.backend})", stem + ".png")
     print(f"best reward {max(curve.reward):.2f}, {steps_per_second(curve):,.0f} env-steps/s while training "

@@ -2,9 +2,10 @@
 localhost (gloo collectives on the CPU), each process with its own host CPU devices,
 started by ``python -m jaxsim.launch``.
 
-A float64 rollout of 16 envs split over 2 processes x 2 devices equals the one-process
-run on 4 devices to 1e-12 (the partitioned programs are the same, so in practice bit
-for bit), each process having made only its own envs' random states. A run stops
+A float64 rollout of 16 envs split over 2 processes x 2 devices, and 16 cart-poles
+reset and stepped as environments, equal the one-process run on 4 devices to 1e-12
+(the partitioned programs are the same, so in practice bit for bit), each process
+having made only its own envs' random states. A run stops
 within a bounded time, with an error naming the cause, when a process dies, when the
 coordinator's port is taken, or when no coordinator comes.
 """
@@ -45,9 +46,20 @@ ROLLOUT = textwrap.dedent("""
     roll = lambda s: jaxsim.rollout(model, s, jnp.zeros((60, 0)))[0]  # noqa: E731
     out = jax.jit(parallel.chunked_vmap(roll, 0, None, mesh))(states)
     q, v, active = parallel.gather((out.q, out.v, out.contact.active))
+
+    # an environment resets and steps on the same mesh
+    import jaxsim.envs
+    env = jaxsim.envs.get("cartpole", dtype=jnp.float64)
+    keys = parallel.from_process_rows(parallel.env_keys(1, batch, rows), mesh)
+    actions = parallel.from_process_rows(np.linspace(-1, 1, batch)[rows, None], mesh)
+    def episode(key, action):
+        return jax.lax.fori_loop(0, 20, lambda _, s: env.step(s, action), env.reset(key)).obs
+    obs = parallel.gather(jax.jit(parallel.chunked_vmap(episode, 0, None, mesh))(keys, actions))
+
     print(f"process {jax.process_index()} of {jax.process_count()}: rows {rows.start}-{rows.stop}", flush=True)
     if jax.process_index() == 0:
-        np.savez(sys.argv[1], q=q, v=v, active=active, processes=jax.process_count(), devices=len(jax.devices()))
+        np.savez(sys.argv[1], q=q, v=v, active=active, obs=obs, processes=jax.process_count(),
+                 devices=len(jax.devices()))
 """)
 
 
@@ -72,7 +84,8 @@ def test_two_processes_equal_one(tmp_path):
     a, b = np.load(two), np.load(one)
     assert (int(a["processes"]), int(b["processes"]), int(a["devices"]), int(b["devices"])) == (2, 1, 4, 4)
     assert a["active"].any(-1).sum() >= 8  # most envs end in contact with the floor
-    for name in ("q", "v"):
+    assert np.ptp(a["obs"][:, 0]) > 0.01  # the carts went their own ways
+    for name in ("q", "v", "obs"):
         assert np.max(np.abs(a[name] - b[name])) <= 1e-12, (name, np.max(np.abs(a[name] - b[name])))
 
 
