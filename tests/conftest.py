@@ -215,3 +215,20 @@ def check_directional_derivatives(value_and_grad, theta, directions, h: float, r
         np.testing.assert_allclose(float(jnp.sum(direction * grad)), float(fd), rtol=rtol, atol=atol,
                                    err_msg=f"direction {k}")
         assert abs(float(fd)) > min_change
+
+
+def box_and_ball_source(box_z: float = 0.06, ball_z: float | None = 0.05) -> str:
+    """Python source that builds ``model``: a 0.1 m, 0.5 kg box (and, unless ``ball_z``
+    is None, a 4 cm, 0.2 kg ball 0.2 m beside it) above a floor, float64, for the
+    scripts the device and process tests run in subprocesses (JAX's device count is
+    fixed when a process starts)."""
+    lines = ["b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)",
+             'b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))',
+             f'b.add_body("box", pos=(0, 0, {box_z}), mass=0.5, inertia=(1e-3,) * 3)',
+             'b.add_joint("box", "free")',
+             'b.add_geom("box", "box", (0.05, 0.05, 0.05))']
+    if ball_z is not None:
+        lines += [f'b.add_body("ball", pos=(0.2, 0, {ball_z}), mass=0.2, inertia=(2e-4,) * 3)',
+                  'b.add_joint("ball", "free")',
+                  'b.add_geom("ball", "sphere", (0.04,))']
+    return "\n".join(lines + ["model = b.build(jnp.float64)"]) + "\n"

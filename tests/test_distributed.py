@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import box_and_ball_source
 
 from jaxsim import launch
 
@@ -31,12 +32,7 @@ ROLLOUT = textwrap.dedent("""
     jax.config.update("jax_enable_x64", True)
     import jaxsim
 
-    b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)
-    b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
-    b.add_body("box", pos=(0, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
-    b.add_joint("box", "free")
-    b.add_geom("box", "box", (0.05, 0.05, 0.05))
-    model = b.build(jnp.float64)
+    {model}
 
     batch = 16
     mesh = parallel.global_mesh(batch)
@@ -60,7 +56,7 @@ ROLLOUT = textwrap.dedent("""
     if jax.process_index() == 0:
         np.savez(sys.argv[1], q=q, v=v, active=active, obs=obs, processes=jax.process_count(),
                  devices=len(jax.devices()))
-""")
+""").replace("{model}\n", box_and_ball_source(ball_z=None))
 
 
 def _python(code: str, *args: str) -> list[str]:

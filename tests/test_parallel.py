@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from conftest import box_and_ball_source
 from jaxsim import parallel
 
 SCRIPT = textwrap.dedent("""
@@ -30,15 +31,7 @@ SCRIPT = textwrap.dedent("""
     from jaxsim.xla_flags import FAST_CPU_COMPILE
 
     assert jax.local_device_count() == 4, jax.devices()
-    b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)
-    b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
-    b.add_body("box", pos=(0, 0, 0.06), mass=0.5, inertia=(1e-3,) * 3)
-    b.add_joint("box", "free")
-    b.add_geom("box", "box", (0.05, 0.05, 0.05))
-    b.add_body("ball", pos=(0.2, 0, 0.05), mass=0.2, inertia=(2e-4,) * 3)
-    b.add_joint("ball", "free")
-    b.add_geom("ball", "sphere", (0.04,))
-    model = b.build(jnp.float64)
+    {model}
     v = 0.5 * jax.random.normal(jax.random.PRNGKey(0), (8, model.nv))
     states = jax.vmap(lambda v: jaxsim.make_state(model, v=v))(v)
     models = jaxsim.batch_models([model.replace(body_mass=model.body_mass * (1 + 0.1 * i)) for i in range(8)])
@@ -82,7 +75,7 @@ SCRIPT = textwrap.dedent("""
     else:
         raise AssertionError("6 envs over 4 devices were accepted")
     print("sharded == one device")
-""")
+""").replace("{model}\n", box_and_ball_source())
 
 
 EXPLICIT = textwrap.dedent("""
@@ -94,15 +87,7 @@ EXPLICIT = textwrap.dedent("""
     from jaxsim import parallel
     from brax.envs.wrappers import training
 
-    b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-12)
-    b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
-    b.add_body("box", pos=(0, 0, 0.0495), mass=0.5, inertia=(1e-3,) * 3)
-    b.add_joint("box", "free")
-    b.add_geom("box", "box", (0.05, 0.05, 0.05))
-    b.add_body("ball", pos=(0.2, 0, 0.0395), mass=0.2, inertia=(2e-4,) * 3)
-    b.add_joint("ball", "free")
-    b.add_geom("ball", "sphere", (0.04,))
-    model = b.build(jnp.float64)
+    {model}
     v = 0.5 * jax.random.normal(jax.random.PRNGKey(0), (4, model.nv))
     models = jaxsim.batch_models([model.replace(body_mass=model.body_mass * (1 + 0.1 * i)) for i in range(4)])
 
@@ -163,7 +148,7 @@ EXPLICIT = textwrap.dedent("""
             assert jax.typeof(obs).sharding.spec[0] == "env" and gap(obs, plain) < 1e-12, gap(obs, plain)
         plain = obs
     print("explicit axes == unsharded")
-""")
+""").replace("{model}\n", box_and_ball_source(box_z=0.0495, ball_z=0.0395))  # resting: in contact at once
 
 
 def test_stages_accept_explicit_axes():
