@@ -268,9 +268,11 @@ def settle_jaxsim(model, xml: str, seconds: float):
     """A copy of the scene's MjModel whose ``qpos0`` is the pose jaxsim reaches after
     ``seconds`` from the file's qpos0 at rest (ctrl 0): jaxsim's own resting pose."""
     steps = int(round(seconds / float(model.opt.timestep)))
+    mm = mujoco.MjModel.from_xml_string(xml)
+    if steps == 0:  # the file's pose (no rollout to compile)
+        return mm
     final, _ = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model),
                                        jnp.zeros((steps, model.nu), model.dtype))
-    mm = mujoco.MjModel.from_xml_string(xml)
     mm.qpos0[:] = np.asarray(final.q, np.float64)
     return mm
 

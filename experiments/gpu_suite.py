@@ -36,10 +36,10 @@ def stages(out: str, smoke: bool) -> dict[str, list[str]]:
     """Stage name -> command line (its JSON written into ``out``)."""
     py = [sys.executable]
     step = ["--scenes", "cube", "--batches", "2", "--steps", "2", "--min-time", "0.01", "--iter-steps", "0",
-            "--settle", "0.01", "--no-mujoco-c"] if smoke else [
+            "--settle", "0", "--no-mujoco-c"] if smoke else [
             "--scenes", "cube", "boxes8", "ant", "humanoid", "--batches", "1024", "8192", "65536",
             "--no-mujoco-c"]
-    grad = ["--scenes", "cube", "--batches", "1", "--steps", "3", "--min-time", "0.01", "--settle", "0.01"] if smoke \
+    grad = ["--scenes", "cube", "--batches", "1", "--steps", "3", "--min-time", "0.01", "--settle", "0"] if smoke \
         else ["--batches", "1", "64", "1024"]
     # the processes study pins CPU devices: it belongs to the CPU runs
     scale = ["--quick", "--studies", "batch"] if smoke else [
