@@ -519,7 +519,7 @@ def simulate(args) -> int:
         for _ in range(nchunks):
             states, frames, s = chunk(states, jnp.int32(left))
             frames, (valid, depth, iters, iters_top, active) = jax.device_get((frames, s))
-            if viz is not None:
+            if viz is not None and writer:  # the viewer's frames: kept by the process that writes it
                 shown.append(frames)
             if valid.any():
                 depth_max = max(depth_max, float(depth[valid].max()))
