@@ -2,7 +2,7 @@
 zeroth-order estimates of a smoothed loss' gradient, per contact model and stiffness.
 
     python experiments/gradient_quality.py [--tasks push bounce walk] [--samples 32]
-        [--reference 512] [--out DIR]
+        [--reference 512] [--settings TEXT] [--out DIR]
 
 The protocol is that of Suh, Simchowitz, Zhang and Tedrake, "Do Differentiable
 Simulators Give Better Policy Gradients?" (ICML 2022). A policy-gradient or
@@ -72,8 +72,11 @@ TASKS = {
     "push": (_push, 0.05, 2, [
         ("relaxed (default: K 1000/s, lambda 0.01)", {}),
         ("relaxed, lambda 0.1 (softer)", {"contact_relaxation": 0.1}),
+        ("relaxed, gradient_smoothing 0.01 m/s", {"gradient_smoothing": 0.01}),
+        ("relaxed, gradient_smoothing 0.1 m/s", {"gradient_smoothing": 0.1}),
         ("cone (exact; delta = dt)", {"contact": "cone"}),
         ("cone, delta 0.05 s (softer)", {"contact": "cone", "delta": 0.05}),
+        ("cone, gradient_smoothing 0.1 m/s", {"contact": "cone", "gradient_smoothing": 0.1}),
         ("springhead (QP)", {"contact": "springhead", "solver": "qp"}),
     ]),
     "bounce": (_bounce, 0.05, 0, [
@@ -84,6 +87,8 @@ TASKS = {
     "walk": (_walk, 0.02, 2, [
         ("relaxed (default)", {}),
         ("relaxed, lambda 0.1 (softer)", {"contact_relaxation": 0.1}),
+        ("relaxed, gradient_smoothing 0.01 m/s", {"gradient_smoothing": 0.01}),
+        ("relaxed, gradient_smoothing 0.1 m/s", {"gradient_smoothing": 0.1}),
         ("springhead (QP)", {"contact": "springhead", "solver": "qp"}),
     ]),
 }
@@ -152,6 +157,12 @@ def estimate(problem, sigma: float, samples: int, reference: int, directions: in
             "seconds_per_sample": per_sample_s, "reference_pairs": int(half), "samples": int(draws)}
 
 
+def machine() -> dict:
+    """The JAX version, devices and date a result file records."""
+    return {"jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
 def table(results: list) -> str:
     lines = ["| task | contact setting | first order: mean's error / spread | zeroth order: mean's error / "
              "spread | reference error | samples | space |", "|---|---|---|---|---|---|---|"]
@@ -171,21 +182,23 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=32, help="draws for the two estimates")
     p.add_argument("--reference", type=int, default=512,
                    help="rollouts for the reference gradient (half as many antithetic pairs), per direction")
+    p.add_argument("--settings", default="", help="only the settings whose name contains this text")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
     use_fast_cpu_compile()
 
     os.makedirs(a.out, exist_ok=True)
-    machine = {"jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
-               "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    run = machine()
     results = []
     for task in a.tasks:
         factory, sigma, directions, settings = TASKS[task]
         for setting, options in settings:
+            if a.settings not in setting:
+                continue
             e = estimate(factory(**options), sigma, a.samples, a.reference, directions)
             results.append({"task": task, "setting": setting, "options": options, "estimate": e})
             with open(os.path.join(a.out, "gradient_quality.json"), "w") as f:  # after every setting
-                json.dump({"machine": machine, "args": vars(a), "results": results}, f, indent=1)
+                json.dump({"machine": run, "args": vars(a), "results": results}, f, indent=1)
             print(f"{task:6s} {setting:45s} first order error {e['first_order']['mean_error']:.3f} spread "
                   f"{e['first_order']['spread']:.3g} | zeroth order error {e['zeroth_order']['mean_error']:.3f} "
                   f"spread {e['zeroth_order']['spread']:.3g} | reference error {e['reference_error']:.3f} "

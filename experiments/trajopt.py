@@ -2,7 +2,7 @@
 gradients, beside a zeroth-order optimizer and MJX's gradients.
 
     python experiments/trajopt.py {cube_push,bounce,walk} [--iterations 100] [--targets N]
-        [--out DIR]
+        [--smoothing M/S ...] [--out DIR]
 
 Task ``cube_push`` (``jaxsim.trajopt.CubePushProblem``, the ``cube_push``
 environment's scene): open-loop servo commands over 2 s (200 steps of 10 ms), 20
@@ -48,6 +48,9 @@ Optimizers (the same loss, the same start, float32):
   ``--zo-budget`` (10) times the wall time the gradient run took (compile excluded on
   both sides): the curves compare the two at equal wall time, and the time each needs
   to solve the task.
+* ``jaxsim gradient, gradient_smoothing S``: with ``--smoothing``, the same Adam on
+  the gradient with the model's ``gradient_smoothing`` at S m/s (the rollouts are the
+  same; their derivatives blend contact switches over S).
 * ``MJX gradient``: the same Adam on MuJoCo MJX's gradient of the same scene
   (``mjx_cube_push_xml``: softer servos, which MuJoCo can integrate), in forward mode
   through MJX's solver loop (``MJXCubePush``: why); ``--no-mjx`` skips it.
@@ -62,6 +65,7 @@ into ``--out`` (default ``experiments/results``). Needs the ``control`` extra
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import time
@@ -248,6 +252,16 @@ def optimize_cma_es(task, wall_budget: float, population: int, sigma: float, see
             "curve": curve}
 
 
+def with_gradient_smoothing(problem, smoothing: float):
+    """A copy of ``problem`` whose model has ``gradient_smoothing`` = ``smoothing``
+    m/s: the same rollouts and loss, a smoothed gradient."""
+    variant = copy.copy(problem)
+    opt = problem.model.opt
+    variant.model = problem.model.replace(opt=opt.replace(
+        gradient_smoothing=jnp.asarray(smoothing, opt.gradient_smoothing.dtype)))
+    return variant
+
+
 def first_solved(solved, curve: list) -> dict | None:
     """The first point of ``curve`` that ``solved`` (a problem's) accepts."""
     return next((p for p in curve if solved(p)), None)
@@ -336,8 +350,12 @@ def main() -> None:
     p.add_argument("--zo-budget", type=float, default=10.0,
                    help="CMA-ES' wall-time budget in units of the gradient run's")
     p.add_argument("--no-mjx", action="store_true", help="skip the MJX gradient run")
+    p.add_argument("--smoothing", type=float, nargs="*", default=[],
+                   help="further Adam runs with the model's gradient_smoothing at these speeds (m/s)")
     p.add_argument("--out", default=RESULTS)
     a = p.parse_args()
+    if any(s <= 0 for s in a.smoothing):
+        p.error(f"--smoothing takes speeds above 0 m/s, got {a.smoothing}")
     task = TASKS[a.task]
     n = task.count if a.targets is None else a.targets
     if not 1 <= n <= task.count:
@@ -352,6 +370,9 @@ def main() -> None:
         runs = [grad_run, optimize_cma_es(problem, budget, a.population, sigma)]
         for name, variant in (task.variants(problem) if task.variants else []):
             runs.append(optimize_gradient(variant, a.iterations, lr, name))
+        for s in a.smoothing:
+            runs.append(optimize_gradient(with_gradient_smoothing(problem, s), a.iterations, lr,
+                                          f"jaxsim gradient, gradient_smoothing {s:g} m/s (Adam)"))
         if task.mjx is not None and not a.no_mjx:
             runs.append(optimize_gradient(task.mjx(problem), a.iterations, lr, "MJX gradient (Adam)"))
         for run in runs:

@@ -84,6 +84,15 @@ class SceneOptions:
     * ``slip_speed``: m/s, tangential speed above which a contact slips: friction takes
       the kinetic coefficient (every contact model; penalty pairs' friction is viscous
       below it).
+    * ``gradient_smoothing``: m/s, read by gradients only. The implicit derivative of
+      each contact solve blends its switches (a contact separating or touching,
+      sticking or sliding, a limit row becoming active) over about this much
+      separation speed or impulse-made speed on either side, as if complementarity
+      were relaxed there; the simulated motion is unchanged to the bit. It trades the
+      exact gradient's jumps for a bias that vanishes with it. Every model that
+      solves a contact problem reads it (``qp.solve``, ``friction.solve``); the
+      ``unrolled`` adjoint, the cone model's ``nakaoka`` and springhead's ``pgs``
+      sweeps (differentiated as they run) have none, and asking for it there raises.
     * ``fluid``: apply the medium's fluid forces (``density``, ``viscosity``, ``wind``
       are read only then); None: when ``density`` or ``viscosity`` is above 0 (checked
       options hold the resolved bool). True lets a batch of Models vary the medium from
@@ -109,6 +118,8 @@ class SceneOptions:
     solver_tol: float = _option(1e-6, "", "relative tolerance of the contact QP")
     solver_iterations: int = _option(500, "", "cap on the contact QP's iterations")
     adjoint: str = _option("implicit", "", "QP gradients: 'implicit' (implicit function theorem) or 'unrolled'")
+    gradient_smoothing: float = _option(0.0, "m/s", "contact switches blended over this speed in gradients only "
+                                        "(0: exact gradients)")
     max_contacts: int = _option(0, "", "solve only this many deepest contact slots (0: all)")
     edge_contacts: bool = _option(True, "", "point slots of polyhedra at edge-edge crossings too")
     narrow_pairs: int = _option(0, "", "per pair kind, only this many nearest pairs reach the narrow phase (0: all)")
@@ -152,7 +163,8 @@ class SceneOptions:
                              f"got {o['contact']!r}")
         if o["adjoint"] not in ("implicit", "unrolled"):
             raise ModelError(f"adjoint must be 'implicit' or 'unrolled', got {o['adjoint']!r}")
-        for name in ("contact_margin", "solver_tol", "penalty_stiffness", "penalty_damping", "slip_speed"):
+        for name in ("contact_margin", "solver_tol", "penalty_stiffness", "penalty_damping", "slip_speed",
+                     "gradient_smoothing"):
             if not o[name] >= 0:
                 raise ModelError(f"{name} must be >= 0, got {o[name]}")
         if not o["slip_speed"] > 0:
@@ -167,6 +179,12 @@ class SceneOptions:
             contact_models.make_params(o["contact"], None, **params)
         except ValueError as e:
             raise ModelError(str(e)) from None
+        solver_field = contact_params(o["contact"]).get("solver")
+        solver = params.get("solver", solver_field.default if solver_field else None)
+        if o["gradient_smoothing"] > 0 and (o["adjoint"] != "implicit" or solver in ("nakaoka", "pgs")):
+            raise ModelError("gradient_smoothing applies to implicit gradients of solved contact problems; "
+                             "adjoint='unrolled', the cone model's 'nakaoka' and springhead's 'pgs' sweeps are "
+                             f"differentiated as they run (got gradient_smoothing={o['gradient_smoothing']})")
         gravity = vector(o["gravity"], 3, "gravity")
         density, viscosity = float(o["density"]), float(o["viscosity"])
         fluid = density > 0 or viscosity > 0 if o["fluid"] is None else bool(o["fluid"])
@@ -178,6 +196,7 @@ class SceneOptions:
                    contact=o["contact"], contact_mode=o["contact_mode"], constraint=bool(o["constraint"]),
                    contact_margin=float(o["contact_margin"]), solver_tol=float(o["solver_tol"]),
                    solver_iterations=int(o["solver_iterations"]), adjoint=o["adjoint"],
+                   gradient_smoothing=float(o["gradient_smoothing"]),
                    max_contacts=int(o["max_contacts"]), edge_contacts=bool(o["edge_contacts"]),
                    narrow_pairs=int(o["narrow_pairs"]), penalty_stiffness=float(o["penalty_stiffness"]),
                    penalty_damping=float(o["penalty_damping"]), slip_speed=float(o["slip_speed"]),
@@ -188,7 +207,7 @@ class SceneOptions:
         """The constraint stage's numeric options (array leaves of ``Options``)."""
         return dict(contact_margin=self.contact_margin, solver_tol=self.solver_tol,
                     penalty_stiffness=self.penalty_stiffness, penalty_damping=self.penalty_damping,
-                    slip_speed=self.slip_speed)
+                    slip_speed=self.slip_speed, gradient_smoothing=self.gradient_smoothing)
 
     @property
     def flags(self) -> dict:

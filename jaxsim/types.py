@@ -183,6 +183,7 @@ class Options:
     penalty_stiffness: Array  # () N/m, penalty pairs' spring (contact/penalty_forces.py)
     penalty_damping: Array  # () N s/m, penalty pairs' damper
     slip_speed: Array  # () m/s, slip speed above which friction is kinetic (penalty pairs: viscous below it)
+    gradient_smoothing: Array  # () m/s, contact switches blended in the implicit gradients only (0: exact)
     integrator: str = static("euler")  # "euler" (semi-implicit) or "rk4"
     forward_dynamics: str = static("crba")  # "crba" (M + Cholesky) or "aba" (O(n))
     implicit_damping: bool = static(True)  # Euler: joint damping taken at v+ as MuJoCo
@@ -217,6 +218,7 @@ class Model:
       * ``opt.penalty_*`` and ``pair_penalty_*``: penalty pairs
         (``ContactMode.PENALTY``); ``geom_restitution``: contact models with
         restitution (``springhead``); ``opt.solver_tol``: QP solves;
+        ``opt.gradient_smoothing``: gradients only (the motion is unchanged);
       * ``body_pos``, ``body_quat``, ``jnt_pos``, ``jnt_axis`` of a free joint's body:
         unused, the body's pose is its ``q``; ``qpos0``: the reference of hinge and
         slide joints (and ``make_state``'s default ``q``);

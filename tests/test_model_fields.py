@@ -40,6 +40,7 @@ UNUSED = {
     "jnt_actfrcrange": "no joint clamps its actuator force",
     "dof_frictionloss": "no dof has a friction-loss row (frictionloss > 0 at build)",
     "geom_rgba": "colour only",
+    "opt.gradient_smoothing": "read by gradients only (tests/test_gradient_smoothing.py)",
 }
 UNUSED_IN = {
     "cube": {**{k: why for k, why in UNUSED.items() if why != NO_MEDIUM}, "body_pos": FREE_ONLY, "body_quat": FREE_ONLY, "jnt_pos": FREE_ONLY,

@@ -117,7 +117,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
         tol, max_iter = jnp.maximum(p.sweep_tol, 100 * eps), p.sweeps
     r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=common.warm_start(problem),
                               lower=rows.lower, upper=rows.upper, start_passes=p.start_passes,
-                              start_tol=opt.solver_tol, start_iterations=opt.solver_iterations)
+                              start_tol=opt.solver_tol, start_iterations=opt.solver_iterations,
+                              smoothing=0.0 if p.solver == "nakaoka" else opt.gradient_smoothing)
     return Solution(jnp.where(on, r, 0.0), (), common.as_stats(st))
 
 

@@ -53,7 +53,7 @@ def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
     problem_qp = qp.QP(A_rows, jnp.where(rows.active, b_rows - target, 0.0), rows.lower,
                        rows.upper, jnp.zeros((0,), space.b.dtype))
     x, st = qp.solve(problem_qp, jnp.zeros((nr,), space.b.dtype), opt.solver_tol,
-                     max_iter=opt.solver_iterations, adjoint=opt.adjoint)
+                     max_iter=opt.solver_iterations, adjoint=opt.adjoint, smoothing=opt.gradient_smoothing)
     x = jnp.where(rows.active, x, 0.0)
     return Solution(jnp.concatenate([df.reshape(-1), x]), carry, common.merge_stats(stats, st))
 

@@ -88,5 +88,5 @@ def slot_impulses(model: Model, problem: Problem) -> tuple[Array, SolverStats]:
     problem_qp = qp.QP(A, g, lower, bound, jnp.zeros((0,), dtype), compliance)
     warm = jnp.where(on[:, None], problem.prev_impulse, 0.0).reshape(-1)
     x, st = qp.solve(problem_qp, warm, opt.solver_tol, max_iter=opt.solver_iterations, block=(3, m),
-                     adjoint=opt.adjoint)
+                     adjoint=opt.adjoint, smoothing=opt.gradient_smoothing)
     return jnp.where(on[:, None], x.reshape(m, 3), 0.0), common.as_stats(st)

@@ -295,7 +295,8 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
                                    jnp.where(problem.rows.active, row_correction, 0.0)])
     problem_qp = _relaxed_qp(model, problem, c, mu)
     solve_qp = lambda pr, x0, skip=None: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
-                                                  block=(3, m), adjoint=opt.adjoint, skip=skip)
+                                                  block=(3, m), adjoint=opt.adjoint, skip=skip,
+                                                  smoothing=opt.gradient_smoothing)
     x1, stats1 = solve_qp(problem_qp, common.warm_start(problem))
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided

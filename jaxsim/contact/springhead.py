@@ -186,7 +186,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     else:
         def qp_solve(g_, x0, skip=None):
             return qp.solve(qp.QP(H, g_, lower, upper, mu), x0, opt.solver_tol, max_iter=opt.solver_iterations,
-                            block=(3, m), adjoint=opt.adjoint, cone="box", skip=skip)
+                            block=(3, m), adjoint=opt.adjoint, cone="box", skip=skip,
+                            smoothing=opt.gradient_smoothing)
 
         def shift(x_):
             """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""

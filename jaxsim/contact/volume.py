@@ -223,7 +223,8 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
     if m == 0:  # generic rows only (a robot without geoms)
         g = jnp.where(rows.active, space.b - limit, 0.0)
         x, st = qp.solve(qp.QP(H, g, lower, upper, jnp.zeros((0,), dtype)), jnp.zeros((nr,), dtype),
-                         opt.solver_tol, max_iter=opt.solver_iterations, adjoint=opt.adjoint)
+                         opt.solver_tol, max_iter=opt.solver_iterations, adjoint=opt.adjoint,
+                         smoothing=opt.gradient_smoothing)
         return Solution(jnp.where(rows.active, x, 0.0), carry, common.as_stats(st))
     is_volume, twist, section, radius = _targets(model, problem)
     active6 = common.row_mask(problem)
@@ -263,7 +264,8 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         Hy = G.T @ H @ G
         lo, hi = torsion_bounds(y, mu)
         y, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), inside(y, lo, hi), opt.solver_tol,
-                         max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
+                         max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint,
+                         smoothing=opt.gradient_smoothing)
         return y, st, G @ y
 
     def pressure_centres(theta, y, x, gs):
@@ -323,7 +325,8 @@ def solve(model: Model, problem: Problem, carry: VolumeCarry) -> Solution:
         yw = inside(jnp.concatenate([y[:4 * m], w0, y[4 * m:]]), lo, hi)
         Hy = G.T @ H @ G
         yw, st = qp.solve(qp.QP(0.5 * (Hy + Hy.T), G.T @ gs, lo, hi, mu), yw, opt.solver_tol,
-                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint)
+                          max_iter=opt.solver_iterations, block=(3, m), adjoint=opt.adjoint,
+                         smoothing=opt.gradient_smoothing)
         fn = yw[:3 * m:3]
         moment = yw[4 * m:6 * m].reshape(m, 2) * radius[:, None]
         ok = (fn > 0)[:, None]

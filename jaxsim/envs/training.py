@@ -56,6 +56,9 @@ HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
                      num_minibatches=8, unroll_length=10, num_updates_per_batch=4, discounting=0.97,
                      learning_rate=1e-3, entropy_cost=1e-3, reward_scaling=10.0, normalize_observations=True,
                      num_evals=7, num_eval_envs=64), ((64, 64), (128, 128))),
+        # APG's settings as tried: it does not learn the push (the docs' learning page)
+        "apg": (dict(episode_length=200, policy_updates=300, horizon_length=32, num_envs=64, num_evals=6,
+                     learning_rate=3e-4, normalize_observations=True, num_eval_envs=64), ((64, 64), None)),
     },
     "ant": {
         # Brax's published ant settings, scaled from 4,096 envs on an accelerator to a CPU

@@ -48,7 +48,8 @@ mode); at a kink of ``P_K`` or of ``||u_T||`` (a contact exactly at the cone's a
 or surface, or ``u_T = 0``) the derivative is the one-sided one that JAX's
 ``jnp.where`` branches select (the inside/sticking branch on the boundary, tangent
 direction derivative zero at ``u_T = 0``). ``anitescu-tasora``: ``solver/qp.py``'s
-implicit rule. ``nakaoka``: the fixed sweeps are differentiated as they run.
+implicit rule. ``nakaoka``: the fixed sweeps are differentiated as they run. The
+``smoothing`` of ``solve`` blends the first two's switches in the derivative only.
 """
 
 from __future__ import annotations
@@ -130,39 +131,84 @@ class _Problem(NamedTuple):
     upper: Array
 
 
-def _local_ac(r: Array, u: Array, mu: Array, rho: Array) -> Array:
+@jax.custom_jvp
+def _clamp(x: Array, width: Array) -> Array:
+    """``max(x, 0)`` whose derivative is blended over ``width`` (``qp.blend``) instead of
+    stepping from 0 to 1: the gradient smoothing of ``solve``."""
+    return jnp.maximum(x, 0.0)
+
+
+@_clamp.defjvp
+def _clamp_jvp(primals, tangents):
+    x, width = primals
+    return jnp.maximum(x, 0.0), qp.blend(x, width) * tangents[0]
+
+
+@jax.custom_jvp
+def _disk(zt: Array, radius: Array, width: Array) -> Array:
+    """``zt`` (2,) projected onto the disk of ``radius >= 0``, whose derivative blends
+    the inside one (identity) and the outside one (``min(radius / |zt|, 1)`` across
+    ``zt``, ``radius`` along it) by ``qp.blend(radius - |zt|, width)``."""
+    norm = jnp.sqrt(zt @ zt + jnp.finfo(zt.dtype).tiny)
+    return zt * jnp.minimum(1.0, radius / norm)
+
+
+@_disk.defjvp
+def _disk_jvp(primals, tangents):
+    zt, radius, width = primals
+    dzt, dradius, _ = tangents
+    norm = jnp.sqrt(zt @ zt + jnp.finfo(zt.dtype).tiny)
+    t = zt / norm
+    inside = qp.blend(radius - norm, width)
+    outside = jnp.minimum(radius / norm, 1.0) * (dzt - t * (t @ dzt)) + t * dradius
+    return zt * jnp.minimum(1.0, radius / norm), inside * dzt + (1.0 - inside) * outside
+
+
+def _local_ac(r: Array, u: Array, mu: Array, rho: Array, width: Array = 0.0) -> Array:
     """One contact's Alart-Curnier function (3,): the normal impulse projected on
-    ``r_n >= 0``, the tangential one on the disk of radius ``mu`` times that."""
-    zn = jnp.maximum(r[0] - rho * u[0], 0.0)
+    ``r_n >= 0``, the tangential one on the disk of radius ``mu`` times that. With a
+    ``width`` > 0 (an impulse) its value is the same and its derivative that of the
+    gradient smoothing (``_clamp``, ``_disk``)."""
     zt = r[1:] - rho * u[1:]
+    zn = jnp.maximum(r[0] - rho * u[0], 0.0)
     norm = jnp.sqrt(zt @ zt + jnp.finfo(r.dtype).tiny)
     pt = zt * jnp.minimum(1.0, mu * zn / norm)
+    zn_s = _clamp(r[0] - rho * u[0], width)
+    pt_s = _disk(zt, mu * zn_s, width)
+    smooth = width > 0
+    zn, pt = jnp.where(smooth, zn_s, zn), jnp.where(smooth, pt_s, pt)
     return jnp.concatenate([(r[0] - zn)[None], r[1:] - pt])
 
 
-def _phi(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
+def _phi(p: _Problem, rho: Array, r: Array, u: Array, width: Array | float = 0.0) -> Array:
     m = p.mu.shape[0]
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
-    fc = jax.vmap(_local_ac)(rc, uc, p.mu, rho[:3 * m:3])
-    fr = rr - jnp.clip(rr - rho[3 * m:] * ur, p.lower, p.upper)
+    w = jnp.broadcast_to(jnp.asarray(width, r.dtype), r.shape)
+    fc = jax.vmap(_local_ac)(rc, uc, p.mu, rho[:3 * m:3], w[:3 * m:3])
+    zr = rr - rho[3 * m:] * ur
+    wr = w[3 * m:]  # a row's clip, its derivative smoothed like the contacts' clamps
+    clipped = zr + _clamp(p.lower - zr, wr) - _clamp(zr - p.upper, wr)
+    fr = rr - jnp.where(wr > 0, clipped, jnp.clip(zr, p.lower, p.upper))
     return jnp.concatenate([fc.reshape(-1), fr])
 
 
-def _F(p: _Problem, rho: Array, r: Array) -> Array:
-    return _phi(p, rho, r, p.W @ r + p.q)
+def _F(p: _Problem, rho: Array, r: Array, width: Array | float = 0.0) -> Array:
+    return _phi(p, rho, r, p.W @ r + p.q, width)
 
 
-def _jacobian(p: _Problem, rho: Array, r: Array, u: Array) -> Array:
+def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | float = 0.0) -> Array:
     """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)`` at ``r`` (``u = W r +
     q``): ``Phi_r + Phi_u W`` with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact,
-    1x1 per row)."""
+    1x1 per row). With a ``width`` (n,), of the smoothed ``phi``."""
     m = p.mu.shape[0]
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
-    Pr, Pu = jax.vmap(jax.jacfwd(_local_ac, argnums=(0, 1)))(rc, uc, p.mu, rho[:3 * m:3])
+    w = jnp.broadcast_to(jnp.asarray(width, r.dtype), r.shape)
+    Pr, Pu = jax.vmap(jax.jacfwd(_local_ac, argnums=(0, 1)))(rc, uc, p.mu, rho[:3 * m:3], w[:3 * m:3])
     zr = rr - rho[3 * m:] * ur
     free = ((zr > p.lower) & (zr < p.upper)).astype(r.dtype)
+    free = jnp.where(w[3 * m:] > 0, qp.blend(zr - p.lower, w[3 * m:]) - qp.blend(zr - p.upper, w[3 * m:]), free)
     # rows: F = r - clip(r - rho u): dF/dr = 1 - free, dF/du = rho free
     n = r.shape[0]
     top = jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, n)).reshape(3 * m, n)
@@ -261,12 +307,13 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
     return r
 
 
-def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int) -> tuple[Array, qp.Stats]:
+def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0) -> tuple[Array, qp.Stats]:
     """The convex cone QP ``min 1/2 r^T W r + q^T r`` over the cones and the rows'
     intervals (the shared solver; its bounds cover every variable, cones ignore theirs)."""
     pad = jnp.zeros((3 * p.mu.shape[0],), q.dtype)
     bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
-    return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]))
+    return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]),
+                    smoothing=smoothing)
 
 
 def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int) -> tuple[Array, Array]:
@@ -334,20 +381,22 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
-def _exact(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[int, int]) -> tuple[Array, Stats]:
+@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _exact(p: _Problem, r0: Array, tols: Array, smoothing: Array, max_iter: int,
+           start: tuple[int, int]) -> tuple[Array, Stats]:
     return _exact_run(p, r0, tols, max_iter, start)
 
 
 @_exact.defjvp
 def _exact_jvp(max_iter, start, primals, tangents):
-    p, r0, tols = primals
+    p, r0, tols, smoothing = primals
     dp = tangents[0]
     r, stats = _exact_run(p, r0, tols, max_iter, start)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
-    J = _jacobian(p, rho, r, p.W @ r + p.q)
-    _, dF = jax.jvp(lambda pp: _F(pp, rho, r), (p,), (dp,))
+    width = smoothing * rho  # the smoothing speed as an impulse per variable
+    J = _jacobian(p, rho, r, p.W @ r + p.q, width)
+    _, dF = jax.jvp(lambda pp: _F(pp, rho, r, width), (p,), (dp,))
     n = r.shape[0]
     ridge = (1e-12 if r.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=r.dtype)
     dr = linalg.solve(J + ridge, -dF)
@@ -392,7 +441,7 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
 def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
           start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
-          start_iterations: int = SHIFT_QP_ITER) -> tuple[Array, Array, Stats]:
+          start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0) -> tuple[Array, Array, Stats]:
     """Solve one frictional contact problem (module docstring).
 
     Args:
@@ -411,6 +460,11 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       start_tol, start_iterations: relative-step tolerance (default ``tol``) and
         static iteration cap of each of those QPs (a step bounds its cost with
         the QP's own settings; a loose start only costs sweeps).
+      smoothing: () >= 0, a speed (m/s for contact problems): the gradient's
+        smoothing (``exact``: the derivatives of the Alart-Curnier function's clamps
+        blended over this speed, as an impulse through each contact's ``rho``:
+        ``_clamp``, ``_disk``; ``anitescu-tasora``: ``qp.solve``'s). The solution is unchanged; 0
+        gives the exact derivative. ``nakaoka``, differentiated as it runs, has none.
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
@@ -425,12 +479,15 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     if W.shape != (n, n) or 3 * m > n:
         raise ValueError(f"friction.solve: W must be (n, n) with q (n,) and 3 * len(mu) <= n; got W "
                          f"{W.shape}, q {q.shape}, mu {mu.shape}")
-    return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, method, int(max_iter),
-                  int(start_passes), int(start_iterations))
+    if method == "nakaoka" and isinstance(smoothing, (int, float)) and smoothing != 0:
+        raise ValueError("friction.solve: method 'nakaoka' is differentiated through its sweeps and has no "
+                         f"gradient smoothing; got smoothing={smoothing}")
+    return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, method,
+                  int(max_iter), int(start_passes), int(start_iterations))
 
 
-@functools.partial(jax.jit, static_argnums=(8, 9, 10, 11))
-def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, method: str, max_iter: int,
+@functools.partial(jax.jit, static_argnums=(9, 10, 11, 12))
+def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoothing, method: str, max_iter: int,
            start_passes: int, start_iterations: int) -> tuple[Array, Array, Stats]:
     n = q.shape[-1]
     dtype = jnp.result_type(W.dtype, q.dtype)
@@ -440,10 +497,11 @@ def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, meth
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
         tols = jnp.stack([jnp.asarray(tol, dtype), jnp.asarray(start_tol, dtype)])
-        r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, max_iter, (start_passes, start_iterations))
+        smoothing = jax.lax.stop_gradient(jnp.asarray(smoothing, dtype))
+        r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, smoothing, max_iter, (start_passes, start_iterations))
         stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":
-        r, st = _cone_qp(p, q, r0, tol, max_iter)
+        r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing)
         stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
     else:
         r = _nakaoka(p, r0, max_iter)

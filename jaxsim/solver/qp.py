@@ -42,13 +42,17 @@ that residual are returned.
 
 Gradients (``adjoint="implicit"``, the default) come from the implicit function
 theorem at the solution, not from differentiating the loop: ``x*`` is a fixed point of
-``T(x) = P_C(x - eta (H x + g))``, so ``(I - dT/dx) dx = dT/dtheta dtheta`` for the
+``T(x) = P_C(x - eta (H x + g))`` (``eta`` per variable, ``1 / diag H`` averaged over each
+cone's block), so ``(I - dT/dx) dx = dT/dtheta dtheta`` for the
 parameters ``theta = (H, g, lower, upper, mu)``. The rule is a ``jax.custom_jvp``
 (forward mode), and JAX transposes it for reverse mode: ``grad``, ``jacfwd`` and
 ``jacrev`` all work. Where the projection has a kink (a variable exactly at a bound)
 the one-sided derivative with the bound active is used. With circular cones the
 linear system is solved through one Cholesky in the eigenbasis of the projection's
-Jacobian (``_spd_tangent``); with friction boxes by a pivoted LU. ``adjoint="unrolled"`` instead
+Jacobian (``_spd_tangent``); with friction boxes by a pivoted LU. ``smoothing`` (a speed)
+replaces ``P_C``'s switching derivative by a blended one (``blend``), which trades the
+exact derivative's jumps for a bias that vanishes as it goes to 0; the solution is
+not touched. ``adjoint="unrolled"`` instead
 runs exactly ``max_iter`` iterations under ``lax.scan`` and lets JAX differentiate
 them (for checking the implicit gradients).
 """
@@ -159,18 +163,32 @@ def _lipschitz(H: Array) -> Array:
     return jnp.maximum(jnp.minimum(gershgorin, frobenius), jnp.finfo(H.dtype).tiny)
 
 
-def _scales(H: Array, block) -> Array:
-    """(n,) Jacobi scales, equal within each block of ``block`` variables; ``block`` =
-    (size, count) puts only the first ``count`` blocks together (the rest: one scale per
-    variable)."""
+def _block_diagonal(H: Array, block) -> tuple[Array, Array]:
+    """(n,) H's diagonal averaged within each block of ``block`` variables (``block`` =
+    (size, count) puts only the first ``count`` blocks together, the rest one per
+    variable), and (n,) where it is positive (above rounding)."""
     d = jnp.abs(jnp.diagonal(H))
     n = d.shape[0]
     size, count = block if isinstance(block, tuple) else (block, n // block if n % block == 0 else 0)
     if size > 1 and count > 0:
         k = size * count
         d = jnp.concatenate([jnp.repeat(jnp.mean(d[:k].reshape(-1, size), -1), size), d[k:]])
-    positive = d > jnp.finfo(H.dtype).eps * jnp.max(d, initial=0.0)
+    return d, d > jnp.finfo(H.dtype).eps * jnp.max(d, initial=0.0)
+
+
+def _scales(H: Array, block) -> Array:
+    """(n,) Jacobi scales ``1 / sqrt(diag H)``, equal within each block (``_block_diagonal``)."""
+    d, positive = _block_diagonal(H, block)
     return jnp.where(positive, 1.0 / jnp.sqrt(jnp.where(positive, d, 1.0)), 1.0)
+
+
+def _block_steps(H: Array, block) -> Array:
+    """(n,) the adjoint's fixed-point steps ``1 / diag H``, equal within each block (so a
+    cone's projection is the same for any of them); ``1 / L_max`` where the diagonal is
+    zero. With them ``(z - x) / eta`` is a velocity and ``x / eta`` the velocity the
+    impulse ``x`` makes alone."""
+    d, positive = _block_diagonal(H, block)
+    return jnp.where(positive, 1.0 / jnp.where(positive, d, 1.0), 1.0 / _lipschitz(H))
 
 
 def _scaled(qp: QP, block: int) -> tuple[QP, Array]:
@@ -252,12 +270,26 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5, 6))
-def _solve_implicit(qp: QP, x0: Array, tol: Array, skip: Array, max_iter: int, block: int, cone: str):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(5, 6, 7))
+def _solve_implicit(qp: QP, x0: Array, tol: Array, skip: Array, smoothing: Array, max_iter: int, block: int,
+                    cone: str):
     return _run(qp, x0, tol, max_iter, block, cone, skip)
 
 
-def cone_jacobian_eig(z: Array, mu: Array) -> tuple[Array, Array]:
+def blend(distance: Array, width: Array) -> Array:
+    """The smoothed step ``(1 + s / sqrt(s^2 + w^2)) / 2`` of a signed distance ``s``
+    into a set (positive inside): 1/2 on its boundary, 0.85 one ``width`` inside and
+    0.15 one ``width`` outside; ``distance = +-inf`` gives 1 or 0. It is the
+    derivative of the Chen-Harker-Kanzow-Smale smoothing ``(s + sqrt(s^2 + w^2)) / 2``
+    of ``max(s, 0)``: a bound's complementarity relaxed to ``slack * multiplier = w^2
+    / 4`` at the point of the central path nearest the solution."""
+    finite = jnp.isfinite(distance)
+    s = jnp.where(finite, distance, 0.0)
+    smooth = 0.5 * (1.0 + s / jnp.sqrt(s * s + width * width + jnp.finfo(s.dtype).tiny))
+    return jnp.where(finite, smooth, (distance > 0).astype(s.dtype))
+
+
+def cone_jacobian_eig(z: Array, mu: Array, width: Array | None = None) -> tuple[Array, Array]:
     """The derivative of ``project_cone`` at (..., 3) blocks ``z``, as ``V diag(d)
     V^T`` with V (..., 3, 3) orthogonal (columns: eigenvectors) and d (..., 3) in [0, 1].
 
@@ -266,11 +298,19 @@ def cone_jacobian_eig(z: Array, mu: Array) -> tuple[Array, Array]:
     keeps 1, the surface normal ``(-mu, u) / s`` gets 0, and the circumferential
     ``(0, u_perp)`` gets ``mu alpha / |z_t|`` (the factor by which the projection
     shrinks the tangent, ``alpha = (z_n + mu |z_t|) / (1 + mu^2)``). The branches are
-    ``project_cone``'s, boundary cases included."""
+    ``project_cone``'s, boundary cases included.
+
+    With a ``width`` (..., same units as z) the two switches are blended (``blend``)
+    instead: the generator's 1 by the distance ``a = (z_n + mu |z_t|) / s`` from the
+    polar cone (separating or not), the surface normal's by ``a`` and the distance
+    ``-b = (mu z_n - |z_t|) / s`` inside the surface (sticking or sliding), always in
+    the surface frame; the circumferential value, already continuous, is clipped to
+    [0, 1]. A width of 0 gives the branches above."""
     n, t = z[..., 0], z[..., 1:]
     tn = jnp.sqrt(jnp.sum(t * t, -1) + jnp.finfo(z.dtype).tiny)
     inside, polar = tn <= mu * n, mu * tn <= -n
-    u = t / tn[..., None]
+    # the slip direction; on the axis (no tangent) any, for the smoothed frame
+    u = jnp.where((jnp.sum(t * t, -1) > 0)[..., None], t / tn[..., None], jnp.asarray([1.0, 0.0], z.dtype))
     sc = jnp.sqrt(1.0 + mu * mu)
     zero = jnp.zeros_like(n)
     gen = jnp.stack([1.0 / sc, mu * u[..., 0] / sc, mu * u[..., 1] / sc], -1)
@@ -283,10 +323,19 @@ def cone_jacobian_eig(z: Array, mu: Array) -> tuple[Array, Array]:
     simple = (inside | polar)[..., None]
     V = jnp.where(simple[..., None], eye, surface_v)
     d = jnp.where(simple, jnp.where(inside, 1.0, 0.0)[..., None] * jnp.ones_like(z), surface_d)
-    return V, d
+    if width is None:
+        return V, d
+    # smoothed: always the surface frame
+    a, b = (n + mu * tn) / sc, (tn - mu * n) / sc
+    d_gen = blend(a, width)
+    d_circ = jnp.clip(mu * jnp.maximum(alpha, 0.0) / tn, 0.0, 1.0)
+    smooth_d = jnp.stack([d_gen, d_gen * blend(-b, width), d_circ], -1)
+    smooth = (width > 0)[..., None]
+    return jnp.where(smooth[..., None], surface_v, V), jnp.where(smooth, smooth_d, d)
 
 
-def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array) -> Array:
+def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
+                 width: Array | None = None) -> Array:
     """``dx`` of the fixed point ``x = P(z)``, ``z = x - eta (H x + g)``, with a circular
     cone's (or no) cones: ``(I - D + eta D H) dx = eta D rhs_b + p`` (``rhs_b = -(dH x +
     dg)``, ``p`` the projection's derivative in its bounds and mu, ``D = P'(z)``),
@@ -296,11 +345,14 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array)
     strictly inside its bounds, else 0). In V's basis a direction with ``d = 0`` has
     ``dx' = p'``; the others, divided by ``eta d``, read ``((1 - d) / (eta d)) dx' + (H'
     dx')`` with ``H' = V^T H V``: diagonal plus H restricted to them, positive definite,
-    so one Cholesky does (a pivoted LU of the general system cost 5x as much)."""
+    so one Cholesky does (a pivoted LU of the general system cost 5x as much).
+
+    ``eta`` (n,) is constant on each cone block. With ``width`` (n,), D is the smoothed
+    one (``cone_jacobian_eig``, ``_free``)."""
     ncone = qp.mu.shape[0]
     k = 3 * ncone
-    Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu)
-    d = jnp.concatenate([dc.reshape(-1), _free(qp, z).astype(x.dtype)])
+    Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu, None if width is None else width[:k:3])
+    d = jnp.concatenate([dc.reshape(-1), _free(qp, z, None if width is None else width[k:])])
 
     def rotate_t(M):  # V^T M, M (n, ...) with V block diagonal
         top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
@@ -322,10 +374,48 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array)
     return rotate(linalg.cho_solve(factor, rhs))
 
 
-def _free(qp: QP, z: Array) -> Array:
-    """(n - 3 ncone,) the interval rows strictly inside their bounds at ``z``."""
+def _free(qp: QP, z: Array, width: Array | None = None) -> Array:
+    """(n - 3 ncone,) 1 for the interval rows strictly inside their bounds at ``z``, 0
+    for the others; with ``width`` (n - 3 ncone,) and where it is positive, the
+    product of the two bounds' ``blend``."""
     k = 3 * qp.mu.shape[0]
-    return (z[k:] > qp.lower[k:]) & (z[k:] < qp.upper[k:])
+    zr = z[k:]
+    hard = ((zr > qp.lower[k:]) & (zr < qp.upper[k:])).astype(z.dtype)
+    if width is None:
+        return hard
+    smooth = blend(zr - qp.lower[k:], width) * blend(qp.upper[k:] - zr, width)
+    return jnp.where(width > 0, smooth, hard)
+
+
+def _box_jacobian(z: Array, x: Array, mu: Array, width: Array) -> Array:
+    """(m, 3, 3) the smoothed derivative of ``project_box`` at blocks ``z`` (m, 3)
+    projected to ``x``: the box is the cone ``N_i . x <= 0`` of five unit normals (the
+    four faces ``+-x_t,j - mu x_n``, and ``x_n >= 0``), each with its slack ``s_i = -N_i
+    . x`` and its multiplier ``l_i`` in ``z - x = sum l_i N_i``. Relaxing each face's
+    complementarity gives ``(I + N^T diag(c / b) N)^-1`` with ``b = blend(s - l)`` and ``c
+    = 1 - b``, which tends to the projection onto the active faces' intersection as
+    the width goes to 0. It is evaluated as ``I - N^T C^1/2 (diag(b) + C^1/2 N N^T
+    C^1/2)^-1 C^1/2 N`` (Woodbury), whose inner matrix has a unit diagonal, so a face
+    far on either side (b or c rounding to 0) costs no precision."""
+    c = jnp.sqrt(1.0 + mu * mu)
+    zero, one = jnp.zeros_like(mu), jnp.ones_like(mu)
+    normals = jnp.stack([jnp.stack([-mu, one, zero], -1), jnp.stack([-mu, -one, zero], -1),
+                         jnp.stack([-mu, zero, one], -1), jnp.stack([-mu, zero, -one], -1)], -2) / c[:, None, None]
+    normals = jnp.concatenate([normals, jnp.broadcast_to(jnp.asarray([-1.0, 0.0, 0.0], z.dtype),
+                                                         (mu.shape[0], 1, 3))], -2)  # (m, 5, 3)
+    r = z - x
+    rt = r[:, 1:]
+    lam_t = jnp.stack([jnp.maximum(rt[:, 0], 0.0), jnp.maximum(-rt[:, 0], 0.0),
+                       jnp.maximum(rt[:, 1], 0.0), jnp.maximum(-rt[:, 1], 0.0)], -1) * c[:, None]
+    lam_n = jnp.maximum(-r[:, 0] - mu * jnp.sum(jnp.abs(rt), -1), 0.0)
+    lam = jnp.concatenate([lam_t, lam_n[:, None]], -1)
+    slack = -jnp.einsum("mij,mj->mi", normals, x)
+    dist, w = slack - lam, width[:, None]
+    b, c = blend(dist, w), blend(-dist, w)
+    scaled = jnp.sqrt(c)[..., None] * normals  # (m, 5, 3) C^1/2 N
+    inner = jnp.einsum("mij,mkj->mik", scaled, scaled) + jax.vmap(jnp.diag)(b)
+    inner = inner + 1e3 * jnp.finfo(z.dtype).eps * jnp.eye(5, dtype=z.dtype)  # five faces meet at the apex
+    return jnp.eye(3, dtype=z.dtype) - jnp.einsum("mij,mik->mjk", scaled, jnp.linalg.solve(inner, scaled))
 
 
 def _param_tangent(qp: QP, dqp: QP, z: Array, cone: str) -> Array:
@@ -344,23 +434,30 @@ def _param_tangent(qp: QP, dqp: QP, z: Array, cone: str) -> Array:
 
 @_solve_implicit.defjvp
 def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
-    qp, x0, tol, skip = primals
+    qp, x0, tol, skip, smoothing = primals
     dqp = tangents[0]
     x, stats = _run(qp, x0, tol, max_iter, block, cone, skip)
     x = jax.lax.stop_gradient(x)
-    eta = 1.0 / _lipschitz(qp.H)
+    eta = _block_steps(qp.H, block)
+    width = smoothing * eta  # the smoothing speed as an impulse per variable
     zeros = Stats(np.zeros((), jax.dtypes.float0), jnp.zeros_like(stats.residual))
     z = x - eta * (qp.H @ x + qp.g)
     p = _param_tangent(qp, dqp, z, cone)
     if cone == "circle":
-        return (x, stats), (_spd_tangent(qp, x, z, eta, -(dqp.H @ x + dqp.g), p), zeros)
+        return (x, stats), (_spd_tangent(qp, x, z, eta, -(dqp.H @ x + dqp.g), p, width), zeros)
     # the projection's derivative (cheap: H enters linearly, P is evaluated once)
     n, k = x.shape[0], 3 * qp.mu.shape[0]
     jac_p = jax.jacfwd(lambda z_: project(z_, qp.lower, qp.upper, qp.mu, cone))(z)  # (n, n) dP/dz
-    jac_p = jac_p.at[k:, k:].set(jnp.diag(_free(qp, z).astype(x.dtype)))  # a row at a bound is held
+    if k:
+        idx = jnp.arange(k).reshape(-1, 3)
+        blocks = _box_jacobian(z[:k].reshape(-1, 3), project(z, qp.lower, qp.upper, qp.mu, cone)[:k].reshape(-1, 3),
+                               qp.mu, width[:k:3])
+        smoothed = jac_p.at[idx[:, :, None], idx[:, None, :]].set(blocks)
+        jac_p = jnp.where(smoothing > 0, smoothed, jac_p)
+    jac_p = jac_p.at[k:, k:].set(jnp.diag(_free(qp, z, width[k:])))  # a row at a bound is held
     dz = -eta * (dqp.H @ x + dqp.g)
     rhs = jac_p @ dz + p
-    system = jnp.eye(n, dtype=x.dtype) - jac_p @ (jnp.eye(n, dtype=x.dtype) - eta * qp.H)
+    system = jnp.eye(n, dtype=x.dtype) - jac_p @ (jnp.eye(n, dtype=x.dtype) - eta[:, None] * qp.H)
     # a tiny ridge keeps the system solvable where H is only semi-definite
     ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.eye(n, dtype=x.dtype)
     dx = linalg.solve(system + ridge, rhs)
@@ -377,7 +474,8 @@ def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int, cone: str) -> 
 
 
 def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
-          adjoint: str = "implicit", cone: str = "circle", skip: Array | None = None) -> tuple[Array, Stats]:
+          adjoint: str = "implicit", cone: str = "circle", skip: Array | None = None,
+          smoothing: Array | float = 0.0) -> tuple[Array, Stats]:
     """Solve the QP from the warm start ``x0``.
 
     Args:
@@ -395,6 +493,12 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
         runs both branches for every env; passing its predicate here as well keeps
         the envs that take the other branch from running the loop (implicit adjoint
         only; the unrolled one always runs ``max_iter``).
+      smoothing: () >= 0, a speed (velocity units of ``H x + g``; implicit adjoint
+        only): the derivative is taken with every switch of the projection (a bound
+        or cone becoming active, a cone's stick/slide) blended over about this much
+        separation speed or impulse-made speed on either side of it (``blend``), the
+        derivative of a relaxed complementarity problem at the solution. The solution
+        itself is unchanged; 0 gives the exact derivative.
 
     Returns:
       (x (n,), Stats).
@@ -408,11 +512,11 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
         raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {adjoint!r}")
     skip = jnp.zeros((), bool) if skip is None else skip
     block = tuple(block) if isinstance(block, list) else block
-    return _solve(qp, x0, tol, skip, int(max_iter), block, adjoint, cone)
+    return _solve(qp, x0, tol, skip, smoothing, int(max_iter), block, adjoint, cone)
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5, 6, 7))
-def _solve(qp: QP, x0: Array, tol, skip: Array, max_iter: int, block, adjoint: str,
+@functools.partial(jax.jit, static_argnums=(5, 6, 7, 8))
+def _solve(qp: QP, x0: Array, tol, skip: Array, smoothing, max_iter: int, block, adjoint: str,
            cone: str) -> tuple[Array, Stats]:
     if qp.compliance is not None:  # outside the custom rule: gradients flow through H
         qp = qp._replace(H=qp.H + jnp.diag(qp.compliance), compliance=None)
@@ -420,4 +524,5 @@ def _solve(qp: QP, x0: Array, tol, skip: Array, max_iter: int, block, adjoint: s
         return _solve_unrolled(qp, x0, max_iter, block, cone)
     tol = jnp.asarray(tol, qp.g.dtype)
     skip = jnp.asarray(skip, bool)
-    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, max_iter, block, cone)
+    smoothing = jax.lax.stop_gradient(jnp.asarray(smoothing, qp.g.dtype))
+    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, smoothing, max_iter, block, cone)
