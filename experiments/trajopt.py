@@ -43,6 +43,9 @@ Optimizers (the same loss, the same start, float32):
 
 * ``jaxsim gradient``: Adam (optax, step ``--lr``) on ``value_and_grad`` of the loss;
   jaxsim differentiates the contact solves implicitly, not through their loops.
+* ``jaxsim Jacobian (Levenberg-Marquardt)``: where the loss is a sum of squares (the
+  problem has ``residuals``: the bounce), optimistix's Levenberg-Marquardt on them,
+  one step per iteration, each on the residuals' Jacobian through the rollout.
 * ``jaxsim CMA-ES``: evosax's CMA-ES on the same jaxsim rollouts, a population of 32
   per generation (vmapped), run until its best candidate solves the task or for
   ``--zo-budget`` (10) times the wall time the gradient run took (compile excluded on
@@ -59,7 +62,7 @@ Per instance and optimizer the script records the loss and the problem's metrics
 (``metrics``: for the push position error (cm) and yaw error (deg)) against
 iterations and wall time, and writes ``trajopt_TASK.json`` and a PNG of the curves
 into ``--out`` (default ``experiments/results``). Needs the ``control`` extra
-(evosax).
+(evosax, optimistix).
 """
 
 from __future__ import annotations
@@ -262,6 +265,37 @@ def with_gradient_smoothing(problem, smoothing: float):
     return variant
 
 
+def optimize_least_squares(task, iterations: int, name: str = "jaxsim Jacobian (Levenberg-Marquardt)") -> dict:
+    """optimistix's Levenberg-Marquardt on ``task.residuals`` (whose sum of squares is
+    ``task.loss``), one solver step per iteration: each step takes the residuals'
+    Jacobian through the rollout (forward mode, one tangent per entry of ``theta``)
+    and a damped Gauss-Newton step. ``wall_s`` excludes the first call's compile."""
+    import equinox as eqx  # optimistix's state holds non-array leaves: eqx.filter_jit traces only the arrays
+    import optimistix as optx
+
+    solver = optx.LevenbergMarquardt(rtol=1e-8, atol=1e-8)
+    fn = lambda theta, _: (task.residuals(theta), None)  # noqa: E731
+    theta = task.initial_guess()
+    out_struct = jax.eval_shape(lambda t: fn(t, None), theta)
+    state = solver.init(fn, theta, None, {}, out_struct[0], None, frozenset())
+    step = eqx.filter_jit(lambda theta, state: solver.step(fn, theta, None, {}, state, frozenset())[:2])
+    metrics, loss = jax.jit(task.metrics), jax.jit(task.loss)
+    t0 = time.perf_counter()
+    jax.block_until_ready(step(theta, state))
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready((metrics(theta), loss(theta)))
+    curve, wall = [], 0.0
+    _record(curve, 0, 0.0, metrics, theta, loss(theta))
+    for i in range(1, iterations + 1):
+        t0 = time.perf_counter()
+        theta, state = jax.block_until_ready(step(theta, state))
+        wall += time.perf_counter() - t0
+        _record(curve, i, wall, metrics, theta, loss(theta))
+        if task.solved(curve[-1]) or not np.all(np.isfinite(np.asarray(theta))):
+            break
+    return {"optimizer": name, "compile_s": compile_s, "curve": curve}
+
+
 def first_solved(solved, curve: list) -> dict | None:
     """The first point of ``curve`` that ``solved`` (a problem's) accepts."""
     return next((p for p in curve if solved(p)), None)
@@ -370,6 +404,8 @@ def main() -> None:
         runs = [grad_run, optimize_cma_es(problem, budget, a.population, sigma)]
         for name, variant in (task.variants(problem) if task.variants else []):
             runs.append(optimize_gradient(variant, a.iterations, lr, name))
+        if hasattr(problem, "residuals"):
+            runs.append(optimize_least_squares(problem, a.iterations))
         for s in a.smoothing:
             runs.append(optimize_gradient(with_gradient_smoothing(problem, s), a.iterations, lr,
                                           f"jaxsim gradient, gradient_smoothing {s:g} m/s (Adam)"))

@@ -119,9 +119,14 @@ class BounceProblem:
         (s, floor, wall), _ = jax.lax.scan(body, (s0, zero, zero), None, length=self.steps)
         return s.q[:3], floor, wall
 
+    def residuals(self, theta: Array) -> Array:
+        """(3,) the miss in units of ``scale``: ``loss`` is their sum of squares, for
+        least-squares solvers (Gauss-Newton, Levenberg-Marquardt)."""
+        return (self.rollout(theta)[0] - self.target) / self.scale
+
     def loss(self, theta: Array) -> Array:
         """The scalar loss (class docstring)."""
-        return jnp.sum((self.rollout(theta)[0] - self.target) ** 2) / self.scale ** 2
+        return jnp.sum(self.residuals(theta) ** 2)
 
     def metrics(self, theta: Array) -> dict[str, Array]:
         """``miss_cm`` (the centre's distance from the target at ``horizon_s``),
