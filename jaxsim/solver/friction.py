@@ -164,51 +164,58 @@ def _disk_jvp(primals, tangents):
     return zt * jnp.minimum(1.0, radius / norm), inside * dzt + (1.0 - inside) * outside
 
 
-def _local_ac(r: Array, u: Array, mu: Array, rho: Array, width: Array = 0.0) -> Array:
+def _local_ac(r: Array, u: Array, mu: Array, rho: Array, width: Array | None = None) -> Array:
     """One contact's Alart-Curnier function (3,): the normal impulse projected on
     ``r_n >= 0``, the tangential one on the disk of radius ``mu`` times that. With a
-    ``width`` > 0 (an impulse) its value is the same and its derivative that of the
-    gradient smoothing (``_clamp``, ``_disk``)."""
+    ``width`` (an impulse; the gradient rule's) where it is > 0, its value is the same
+    and its derivative that of the gradient smoothing (``_clamp``, ``_disk``)."""
     zt = r[1:] - rho * u[1:]
     zn = jnp.maximum(r[0] - rho * u[0], 0.0)
     norm = jnp.sqrt(zt @ zt + jnp.finfo(r.dtype).tiny)
     pt = zt * jnp.minimum(1.0, mu * zn / norm)
-    zn_s = _clamp(r[0] - rho * u[0], width)
-    pt_s = _disk(zt, mu * zn_s, width)
-    smooth = width > 0
-    zn, pt = jnp.where(smooth, zn_s, zn), jnp.where(smooth, pt_s, pt)
+    if width is not None:
+        zn_s = _clamp(r[0] - rho * u[0], width)
+        pt_s = _disk(zt, mu * zn_s, width)
+        smooth = width > 0
+        zn, pt = jnp.where(smooth, zn_s, zn), jnp.where(smooth, pt_s, pt)
     return jnp.concatenate([(r[0] - zn)[None], r[1:] - pt])
 
 
-def _phi(p: _Problem, rho: Array, r: Array, u: Array, width: Array | float = 0.0) -> Array:
+def _phi(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None = None) -> Array:
     m = p.mu.shape[0]
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
-    w = jnp.broadcast_to(jnp.asarray(width, r.dtype), r.shape)
-    fc = jax.vmap(_local_ac)(rc, uc, p.mu, rho[:3 * m:3], w[:3 * m:3])
     zr = rr - rho[3 * m:] * ur
-    wr = w[3 * m:]  # a row's clip, its derivative smoothed like the contacts' clamps
+    fr = rr - jnp.clip(zr, p.lower, p.upper)
+    if width is None:
+        return jnp.concatenate([jax.vmap(_local_ac)(rc, uc, p.mu, rho[:3 * m:3]).reshape(-1), fr])
+    fc = jax.vmap(_local_ac)(rc, uc, p.mu, rho[:3 * m:3], width[:3 * m:3])
+    wr = width[3 * m:]  # a row's clip, its derivative smoothed like the contacts' clamps
     clipped = zr + _clamp(p.lower - zr, wr) - _clamp(zr - p.upper, wr)
-    fr = rr - jnp.where(wr > 0, clipped, jnp.clip(zr, p.lower, p.upper))
-    return jnp.concatenate([fc.reshape(-1), fr])
+    return jnp.concatenate([fc.reshape(-1), jnp.where(wr > 0, rr - clipped, fr)])
 
 
-def _F(p: _Problem, rho: Array, r: Array, width: Array | float = 0.0) -> Array:
+def _F(p: _Problem, rho: Array, r: Array, width: Array | None = None) -> Array:
     return _phi(p, rho, r, p.W @ r + p.q, width)
 
 
-def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | float = 0.0) -> Array:
+def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None = None) -> Array:
     """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)`` at ``r`` (``u = W r +
     q``): ``Phi_r + Phi_u W`` with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact,
     1x1 per row). With a ``width`` (n,), of the smoothed ``phi``."""
     m = p.mu.shape[0]
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
-    w = jnp.broadcast_to(jnp.asarray(width, r.dtype), r.shape)
-    Pr, Pu = jax.vmap(jax.jacfwd(_local_ac, argnums=(0, 1)))(rc, uc, p.mu, rho[:3 * m:3], w[:3 * m:3])
+    local = jax.vmap(jax.jacfwd(_local_ac, argnums=(0, 1)))
+    if width is None:
+        Pr, Pu = local(rc, uc, p.mu, rho[:3 * m:3])
+    else:
+        Pr, Pu = local(rc, uc, p.mu, rho[:3 * m:3], width[:3 * m:3])
     zr = rr - rho[3 * m:] * ur
     free = ((zr > p.lower) & (zr < p.upper)).astype(r.dtype)
-    free = jnp.where(w[3 * m:] > 0, qp.blend(zr - p.lower, w[3 * m:]) - qp.blend(zr - p.upper, w[3 * m:]), free)
+    if width is not None:
+        wr = width[3 * m:]
+        free = jnp.where(wr > 0, qp.blend(zr - p.lower, wr) - qp.blend(zr - p.upper, wr), free)
     # rows: F = r - clip(r - rho u): dF/dr = 1 - free, dF/du = rho free
     n = r.shape[0]
     top = jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, n)).reshape(3 * m, n)
@@ -394,7 +401,7 @@ def _exact_jvp(max_iter, start, primals, tangents):
     r, stats = _exact_run(p, r0, tols, max_iter, start)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
-    width = smoothing * rho  # the smoothing speed as an impulse per variable
+    width = smoothing * rho  # (n,) the smoothing speed as an impulse per variable
     J = _jacobian(p, rho, r, p.W @ r + p.q, width)
     _, dF = jax.jvp(lambda pp: _F(pp, rho, r, width), (p,), (dp,))
     n = r.shape[0]
