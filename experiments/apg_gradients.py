@@ -52,9 +52,10 @@ def measure(env, horizon: int, envs: int, seed: int = 0) -> dict:
 
     def one(key, a):
         state = env.reset(key)
-        total = jax.grad(lambda a: jnp.sum(rollout(state, a)[0]))(a)
+        summed = lambda a: (lambda r, d: (jnp.sum(r), jnp.any(d > 0)))(*rollout(state, a))  # noqa: E731
+        total, ended = jax.grad(summed, has_aux=True)(a)
         last = jax.grad(lambda a0: rollout(state, a.at[0].set(a0))[0][-1])(a[0])
-        return jnp.linalg.norm(total), jnp.linalg.norm(last), jnp.any(rollout(state, a)[1] > 0)
+        return jnp.linalg.norm(total), jnp.linalg.norm(last), ended
 
     fn = jax.jit(jax.vmap(one))
     t0 = time.perf_counter()
