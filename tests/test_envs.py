@@ -32,14 +32,44 @@ EPISODE = 4  # env steps; env 0 is put one step before its episode's end
 # to compile on two cores: the default suite checks it on the cart-pole, against finite
 # differences (contact rollouts' gradients: test_parameter_gradients.py)
 HEAVY = ("cube_push", "ant", "humanoid", "quadruped_walk", "go2_terrain")
+# the legged walk's optional observation and reward terms, checked in its contract run
+LEGGED_OPTIONS = dict(gait_period=0.8, heading_observation=True, height_reward_weight=2.0, upright_reward_weight=0.5,
+                      rock_cost_weight=100.0)
+
+
+def _check_legged_options(env, s1):
+    """The gait clock and the world x axis in the trunk frame end the observation, and
+    the reward adds the posture terms of the trunk's height above the fall height, its
+    up axis' z (from its quaternion) and its squared roll and pitch rates (envs 1:
+    only, env 0 was reset after its step)."""
+    ps = s1.pipeline_state
+    phase = 2 * np.pi * np.asarray(ps.time) / LEGGED_OPTIONS["gait_period"]
+    obs = np.asarray(s1.obs)
+    np.testing.assert_allclose(obs[:, -5:-3], np.stack([np.cos(phase), np.sin(phase)], -1), atol=1e-6)
+    w, x, y, z = np.asarray(ps.q, np.float64)[:, 3:7].T
+    heading = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1)  # R^T e_x
+    np.testing.assert_allclose(obs[:, -3:], heading, atol=1e-5)
+    q = np.asarray(ps.q, np.float64)[1:]
+    up_z = q[:, 3] ** 2 - q[:, 4] ** 2 - q[:, 5] ** 2 + q[:, 6] ** 2  # R[2, 2] of a unit (w, x, y, z)
+    from jaxsim.envs.quadruped_walk import MIN_HEIGHT
+    rock = np.sum(np.asarray(ps.v, np.float64)[1:, 3:5] ** 2, axis=-1)
+    assert np.all(rock > 1e-4)  # the reset's velocity noise rocks the trunk: the term is seen
+    posture = (LEGGED_OPTIONS["height_reward_weight"] * (q[:, 2] - MIN_HEIGHT)
+               + LEGGED_OPTIONS["upright_reward_weight"] * up_z - LEGGED_OPTIONS["rock_cost_weight"] * rock)
+    m = {k: np.asarray(v)[1:] for k, v in s1.metrics.items()}
+    np.testing.assert_allclose(m["reward_posture"], posture, rtol=1e-5, atol=1e-5)
+    total = m["reward_forward"] + m["reward_ctrl"] + m["reward_survive"] + m["reward_posture"]
+    np.testing.assert_allclose(np.asarray(s1.reward)[1:], total, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", jaxsim.envs.names())
 def test_task_contract_through_brax_wrappers(name):
     """Shapes and dtypes, and one ``jit(vmap(step))`` through Brax's training wrappers
     in which env 0 reaches its episode's end: it alone is done and is put back at its
-    first state by the auto-reset, the others go on."""
-    env = jaxsim.envs.get(name)
+    first state by the auto-reset, the others go on. The quadruped walk runs with its
+    optional gait clock and posture rewards (``_check_legged_options``)."""
+    legged = name == "quadruped_walk"
+    env = jaxsim.envs.get(name, **(LEGGED_OPTIONS if legged else {}))
     assert env.backend == "jaxsim" and env.unwrapped is env
     assert float(env.dt) == pytest.approx(float(env.sys.opt.timestep) * env.n_frames)
     wrapped = training.wrap(env, episode_length=EPISODE)
@@ -65,6 +95,9 @@ def test_task_contract_through_brax_wrappers(name):
     np.testing.assert_array_equal(np.asarray(s1.obs[0]), np.asarray(s0.obs[0]))
     assert not np.array_equal(np.asarray(s1.pipeline_state.q[1:]), np.asarray(s0.pipeline_state.q[1:]))
     np.testing.assert_array_equal(np.asarray(s1.info["steps"]), [EPISODE, 1, 1])
+    if legged:
+        assert env.observation_size == jaxsim.envs.get(name).observation_size + 5
+        _check_legged_options(env, s1)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.benchmark) if n in HEAVY else n

@@ -11,7 +11,9 @@ instead of velocity tracking.
   action scale of Unitree's ``unitree_rl_gym`` Go2 walk).
 - Observation (46 = 10 + 3 x 12): trunk height, gravity in the trunk frame (3), joint
   positions relative to standing (12), trunk linear and angular velocity in the trunk
-  frame (3 + 3), joint velocities (12), last action (12); ``jaxsim.envs.locomotion``.
+  frame (3 + 3), joint velocities (12), last action (12); with ``gait_period`` set, a
+  gait clock (2) and with ``heading_observation`` the walking direction (3) last;
+  ``jaxsim.envs.locomotion``.
 - Reward: trunk x velocity (m/s) ``- 0.04 sum(action^2)`` (a full action on every servo
   costs 0.48, about half the healthy reward) ``+ 1`` per step that does not end fallen.
 - Termination: the trunk below ``min_height`` (``MIN_HEIGHT`` on the plane, plus
@@ -48,7 +50,9 @@ class Go2Terrain(LeggedWalk):
     def __init__(self, timestep: float = 0.01, n_frames: int = 2, on_terrain: bool = True, dtype=jnp.float32,
                  action_scale: float = 0.25, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.04,
                  healthy_reward: float = 1.0, min_height: float | None = None, max_tilt_deg: float = 60.0,
-                 joint_noise: float = 0.05, velocity_noise: float = 0.05, **options):
+                 joint_noise: float = 0.05, velocity_noise: float = 0.05, gait_period: float | None = None,
+                 heading_observation: bool = False, height_reward_weight: float = 0.0,
+                 upright_reward_weight: float = 0.0, rock_cost_weight: float = 0.0, **options):
         """Args:
           timestep: s, the simulator step.
           n_frames: simulator steps per env step.
@@ -64,6 +68,13 @@ class Go2Terrain(LeggedWalk):
           max_tilt_deg: deg, trunk tilt beyond which the robot has fallen.
           joint_noise: rad, half width of the reset's joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
+          gait_period: s, the period of a gait clock ``(cos, sin)(2 pi t / gait_period)``
+            appended to the observation (None: none).
+          heading_observation: append the world x axis in the trunk frame (3).
+          height_reward_weight: reward per m of trunk height above ``min_height``
+            (``jaxsim.envs.locomotion``; 0: none).
+          upright_reward_weight: reward per unit of the trunk up axis' world z (0: none).
+          rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates (0: none).
           **options: ``jaxsim.robots.go2_standing`` options (``kp``, ``kv``,
             ``max_contacts``, ``max_hull_vertices``, ``contact``, ...).
         """
@@ -78,4 +89,6 @@ class Go2Terrain(LeggedWalk):
         super().__init__(sys, n_frames, q, target, action_scale=action_scale,
                          forward_reward_weight=forward_reward_weight, ctrl_cost_weight=ctrl_cost_weight,
                          healthy_reward=healthy_reward, min_height=min_height, max_tilt_deg=max_tilt_deg,
-                         joint_noise=joint_noise, velocity_noise=velocity_noise)
+                         joint_noise=joint_noise, velocity_noise=velocity_noise, gait_period=gait_period,
+                         heading_observation=heading_observation, height_reward_weight=height_reward_weight,
+                         upright_reward_weight=upright_reward_weight, rock_cost_weight=rock_cost_weight)

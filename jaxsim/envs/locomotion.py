@@ -13,11 +13,22 @@ position servo.
   standing targets (nu, rad: a hinge's angle, a ball joint's rotation vector along the
   servo's gear, what the servo measures); trunk linear velocity (3, m/s) and angular
   velocity (3, rad/s), both in the trunk frame; the servos' velocities (nu, rad/s);
-  the last action (nu; zeros at reset). Every entry through ``finite_or``.
+  the last action (nu; zeros at reset); with ``gait_period`` set, a gait clock
+  ``(cos, sin)(2 pi t / gait_period)`` of the simulated time ``t`` last (2; the phase
+  input of MuJoCo Playground's joystick tasks, which lets a feedback policy keep a
+  periodic gait); with ``heading_observation``, the world x axis (the walking
+  direction) in the trunk frame after that (3: the heading, which the walk's reward
+  depends on and the blocks above leave out). Every entry through ``finite_or``.
 - Reward: ``forward_reward_weight * vx - ctrl_cost_weight * sum(action^2) +
-  healthy_reward * (1 - done)``, ``vx`` the trunk's world x displacement over the env
+  healthy_reward * (1 - done) + height_reward_weight * (z - min_height) +
+  upright_reward_weight * up_z - rock_cost_weight * (wx^2 + wy^2)``, ``vx`` the trunk's world x displacement over the env
   step divided by ``dt`` (Brax's ``ant``): the healthy reward is not paid for the step
-  that ends the episode.
+  that ends the episode. The last three terms (0 by default) are smooth posture terms:
+  the trunk's height ``z`` above the fall height and the world z of its up axis (1
+  upright), as in the Ant task of SHAC's differentiable-simulation benchmarks, and
+  its roll and pitch rates ``wx, wy`` (rad/s, trunk frame), as in MuJoCo
+  Playground's joystick tasks. The healthy reward is a step function of the state, so
+  a gradient-based learner sees no cost in falling until they are on.
 - Termination (``done = 1``): fallen, i.e. the trunk's height below ``min_height`` or
   its up axis tilted more than ``max_tilt_deg`` from the vertical; or a non-finite
   simulator state.
@@ -50,7 +61,10 @@ class LeggedWalk(PipelineEnv):
 
     def __init__(self, sys: Model, n_frames: int, standing_q, standing_ctrl, *, action_scale: float,
                  forward_reward_weight: float, ctrl_cost_weight: float, healthy_reward: float, min_height: float,
-                 max_tilt_deg: float = 60.0, joint_noise: float = 0.05, velocity_noise: float = 0.05):
+                 max_tilt_deg: float = 60.0, joint_noise: float = 0.05, velocity_noise: float = 0.05,
+                 gait_period: float | None = None, heading_observation: bool = False,
+                 height_reward_weight: float = 0.0, upright_reward_weight: float = 0.0,
+                 rock_cost_weight: float = 0.0):
         """Args:
           sys: the robot; its first joint the trunk's free joint (q[:7], v[:6]), its
             actuators position servos.
@@ -66,8 +80,25 @@ class LeggedWalk(PipelineEnv):
           max_tilt_deg: deg, tilt of the trunk's up axis beyond which it has fallen.
           joint_noise: rad, half width of the reset's uniform joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
+          gait_period: s, the period of the gait clock appended to the observation;
+            None (the default) leaves it out.
+          heading_observation: append the world x axis in the trunk frame.
+          height_reward_weight: reward per m of trunk height above ``min_height``.
+          upright_reward_weight: reward per unit of the trunk up axis' world z.
+          rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates.
+
+        Raises:
+          ValueError: on a robot without a leading free joint, mis-sized standing
+            arrays, or a ``gait_period`` that is not positive.
         """
         super().__init__(sys, n_frames)
+        if gait_period is not None and not float(gait_period) > 0:
+            raise ValueError(f"{type(self).__name__}: gait_period must be positive (s) or None, got {gait_period}")
+        self._gait_period = None if gait_period is None else float(gait_period)
+        self._heading_observation = bool(heading_observation)
+        self._height_reward_weight = float(height_reward_weight)
+        self._upright_reward_weight = float(upright_reward_weight)
+        self._rock_cost_weight = float(rock_cost_weight)
         topo = sys.topo
         if topo.njnt == 0 or JointType(topo.jnt_type[0]) != JointType.FREE or topo.jnt_qposadr[0] != 0:
             raise ValueError(f"{type(self).__name__}: the first joint must be the trunk's free joint")
@@ -98,8 +129,8 @@ class LeggedWalk(PipelineEnv):
         v = self._velocity_noise * jax.random.normal(k2, (sys.nv,), dtype)
         ps = self.pipeline_init(q, v).replace(ctrl=self._standing_ctrl)
         zero = jnp.zeros((), dtype)
-        metrics = {"reward_forward": zero, "reward_ctrl": zero, "reward_survive": zero, "x_position": q[0],
-                   "x_velocity": zero, "trunk_height": q[2]}
+        metrics = {"reward_forward": zero, "reward_ctrl": zero, "reward_survive": zero, "reward_posture": zero,
+                   "x_position": q[0], "x_velocity": zero, "trunk_height": q[2]}
         return State(ps, self._obs(ps, jnp.zeros((sys.nu,), dtype)), zero, zero, metrics=metrics)
 
     def step(self, state: State, action: jax.Array) -> State:
@@ -112,11 +143,14 @@ class LeggedWalk(PipelineEnv):
         forward = self._forward_reward_weight * vx
         ctrl_cost = self._ctrl_cost_weight * jnp.sum(action ** 2)
         survive = self._healthy_reward * (1.0 - done)
-        reward = finite_or(forward - ctrl_cost + survive).astype(dtype)
+        posture = (self._height_reward_weight * (ps.q[2] - self._min_height)
+                   + self._upright_reward_weight * self._up_z(ps)
+                   - self._rock_cost_weight * jnp.sum(ps.v[3:5] ** 2))  # trunk-frame roll, pitch rates
+        reward = finite_or(forward - ctrl_cost + survive + posture).astype(dtype)
         # in place, as Brax's envs do: wrappers keep metrics of their own in the same dict
         state.metrics.update(reward_forward=finite_or(forward), reward_ctrl=finite_or(-ctrl_cost),
-                             reward_survive=survive, x_position=finite_or(ps.q[0]), x_velocity=finite_or(vx),
-                             trunk_height=finite_or(ps.q[2]))
+                             reward_survive=survive, reward_posture=finite_or(posture),
+                             x_position=finite_or(ps.q[0]), x_velocity=finite_or(vx), trunk_height=finite_or(ps.q[2]))
         return state.replace(pipeline_state=ps, obs=self._obs(ps, action), reward=reward, done=done)
 
     def ctrl(self, action: jax.Array) -> jax.Array:
@@ -126,9 +160,13 @@ class LeggedWalk(PipelineEnv):
     def fallen(self, ps: jaxsim.State) -> jax.Array:
         """() bool: the trunk below ``min_height`` or tilted past ``max_tilt_deg``
         (False where the state is not finite: ``step`` ends those episodes itself)."""
+        return (ps.q[2] < self._min_height) | (self._up_z(ps) < self._min_up)
+
+    @staticmethod
+    def _up_z(ps: jaxsim.State) -> jax.Array:
+        """() the world z of the trunk's z axis: the cosine of its tilt."""
         quat = ps.q[3:7]
-        up_z = 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)  # world z of the trunk's z axis
-        return (ps.q[2] < self._min_height) | (up_z < self._min_up)
+        return 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)
 
     def _lift_to_ground(self, q: jax.Array) -> jax.Array:
         """() m to add to the trunk's height at ``q`` so the robot's lowest point just
@@ -141,7 +179,7 @@ class LeggedWalk(PipelineEnv):
         return jnp.where(jnp.isfinite(deepest), deepest, 0.0)
 
     def _obs(self, ps: jaxsim.State, action: jax.Array) -> jax.Array:
-        """(10 + 3 nu,) the observation after ``action`` (module docstring)."""
+        """(10 + 3 nu [+ 2] [+ 3],) the observation after ``action`` (module docstring)."""
         sys = self.sys
         quat_inv = math.quat_conj(ps.q[3:7])
         gravity = math.quat_rotate(quat_inv, jnp.asarray([0.0, 0.0, -1.0], ps.q.dtype))
@@ -149,4 +187,10 @@ class LeggedWalk(PipelineEnv):
         lin_vel = math.quat_rotate(quat_inv, ps.v[:3])  # the free joint's v[:3] is in the world frame
         ang_vel = ps.v[3:6]  # already in the trunk frame
         servo_vel = sys.actuator_moment @ ps.v
-        return finite_or(jnp.concatenate([ps.q[2:3], gravity, servo_pos, lin_vel, ang_vel, servo_vel, action]))
+        blocks = [ps.q[2:3], gravity, servo_pos, lin_vel, ang_vel, servo_vel, action]
+        if self._gait_period is not None:
+            phase = (2 * np.pi / self._gait_period) * ps.time
+            blocks.append(jnp.stack([jnp.cos(phase), jnp.sin(phase)]).astype(ps.q.dtype))
+        if self._heading_observation:
+            blocks.append(math.quat_rotate(quat_inv, jnp.asarray([1.0, 0.0, 0.0], ps.q.dtype)))
+        return finite_or(jnp.concatenate(blocks))

@@ -12,7 +12,9 @@ up), with the servo-target actions of MuJoCo Playground's legged-robot tasks.
   at -1, throws the robot over within 2 s).
 - Observation (160 = 10 + 3 x 50): trunk height, gravity in the trunk frame (3), servo
   positions relative to standing (50), trunk linear and angular velocity in the trunk
-  frame (3 + 3), servo velocities (50), last action (50); ``jaxsim.envs.locomotion``.
+  frame (3 + 3), servo velocities (50), last action (50); with ``gait_period`` set, a
+  gait clock (2) and with ``heading_observation`` the walking direction (3) last;
+  ``jaxsim.envs.locomotion``.
 - Reward: trunk x velocity (m/s) ``- 0.01 sum(action^2)`` (a full action on every servo
   costs 0.5, half the healthy reward) ``+ 1`` per step that does not end fallen.
 - Termination: the trunk (the front trunk box, the root body) below ``MIN_HEIGHT`` =
@@ -44,7 +46,9 @@ class QuadrupedWalk(LeggedWalk):
     def __init__(self, timestep: float = 0.05, dtype=jnp.float32, action_scale: float = 0.3,
                  forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.01, healthy_reward: float = 1.0,
                  min_height: float = MIN_HEIGHT, max_tilt_deg: float = 60.0, joint_noise: float = 0.05,
-                 velocity_noise: float = 0.05, **options):
+                 velocity_noise: float = 0.05, gait_period: float | None = None,
+                 heading_observation: bool = False, height_reward_weight: float = 0.0,
+                 upright_reward_weight: float = 0.0, rock_cost_weight: float = 0.0, **options):
         """Args:
           timestep: s, the simulator step and the env step (n_frames = 1).
           dtype: the model's float dtype.
@@ -56,6 +60,13 @@ class QuadrupedWalk(LeggedWalk):
           max_tilt_deg: deg, trunk tilt beyond which the robot has fallen.
           joint_noise: rad, half width of the reset's joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
+          gait_period: s, the period of a gait clock ``(cos, sin)(2 pi t / gait_period)``
+            appended to the observation (None: none).
+          heading_observation: append the world x axis in the trunk frame (3).
+          height_reward_weight: reward per m of trunk height above ``min_height``
+            (``jaxsim.envs.locomotion``; 0: none).
+          upright_reward_weight: reward per unit of the trunk up axis' world z (0: none).
+          rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates (0: none).
           **options: ``jaxsim.quadruped.build`` / ModelBuilder options (``contact``,
             ``implicit_pd``, ...).
         """
@@ -65,4 +76,6 @@ class QuadrupedWalk(LeggedWalk):
         super().__init__(sys, 1, sys.qpos0, jnp.zeros((sys.nu,), dtype), action_scale=action_scale,
                          forward_reward_weight=forward_reward_weight, ctrl_cost_weight=ctrl_cost_weight,
                          healthy_reward=healthy_reward, min_height=min_height, max_tilt_deg=max_tilt_deg,
-                         joint_noise=joint_noise, velocity_noise=velocity_noise)
+                         joint_noise=joint_noise, velocity_noise=velocity_noise, gait_period=gait_period,
+                         heading_observation=heading_observation, height_reward_weight=height_reward_weight,
+                         upright_reward_weight=upright_reward_weight, rock_cost_weight=rock_cost_weight)

@@ -7,7 +7,8 @@ user would otherwise look up: per task and agent, the keyword arguments of
 ``cartpole``, ``cube_push`` and ``ant`` they are the settings that trained the task on
 a 2-core CPU; ``humanoid``, ``quadruped_walk`` and ``go2_terrain`` train too slowly
 there to tune, and get the published settings of their Brax and MuJoCo Playground
-counterparts, scaled to 256 envs. ``train`` runs the agent with them and returns the
+counterparts, scaled to 256 envs (APG's ``cube_push`` and ``quadruped_walk`` entries
+are the settings tried, on which it does not learn the task). ``train`` runs the agent with them and returns the
 policy and the curve (evaluation reward against env-steps and wall time);
 ``final_metrics`` reports where a policy's episodes end (a task's success rate).
 
@@ -70,7 +71,14 @@ HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
         "ppo": (dict(_PPO_ON_CPU, num_timesteps=50_000_000, episode_length=1000, unroll_length=10,
                      entropy_cost=1e-3, reward_scaling=0.1), _BRAX_NETWORKS),
     },
-    "quadruped_walk": {"ppo": (dict(_LEGGED_PPO, episode_length=500), _LEGGED_NETWORKS)},
+    "quadruped_walk": {
+        "ppo": (dict(_LEGGED_PPO, episode_length=500), _LEGGED_NETWORKS),
+        # as tried beside experiments/shac.py, with its actor's step size, clip and
+        # network (the task built with gait_period=0.8 and the posture rewards on)
+        "apg": (dict(episode_length=200, policy_updates=150, horizon_length=32, num_envs=16, num_evals=6,
+                     learning_rate=2e-3, max_gradient_norm=1.0, normalize_observations=True, num_eval_envs=16,
+                     deterministic_eval=True), ((256, 128), None)),
+    },
     "go2_terrain": {"ppo": (dict(_LEGGED_PPO, episode_length=1000), _LEGGED_NETWORKS)},
 }
 
@@ -140,8 +148,9 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
       env: the environment (``jaxsim.envs.get(task, ...)``, or any Brax-style Env).
       task: whose hyper-parameters to use (``HYPERPARAMETERS``).
       agent: "ppo" or "apg".
-      progress_fn: called as Brax calls it, ``(env_steps, metrics)``, after each
-        evaluation.
+      progress_fn: called as ``(env_steps, metrics)`` after each evaluation, with
+        Brax's metrics and the env-steps taken so far (Brax's APG itself passes the
+        evaluation's index there).
       seed: the agent's seed.
       **overrides: train keywords replacing the tuned ones (``num_timesteps``, ...).
 
@@ -166,7 +175,7 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
         curve.reward_std.append(float(metrics.get("eval/episode_reward_std", np.nan)))
         curve.training_s.append(float(metrics.get("training/walltime", np.nan)))
         if progress_fn is not None:
-            progress_fn(steps, metrics)
+            progress_fn(curve.env_steps[-1], metrics)
 
     if agent == "ppo":
         from brax.training.agents.ppo import networks, train as agent_train
