@@ -60,13 +60,9 @@ class QuadrupedWalk(LeggedWalk):
           max_tilt_deg: deg, trunk tilt beyond which the robot has fallen.
           joint_noise: rad, half width of the reset's joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
-          gait_period: s, the period of a gait clock ``(cos, sin)(2 pi t / gait_period)``
-            appended to the observation (None: none).
-          heading_observation: append the world x axis in the trunk frame (3).
-          height_reward_weight: reward per m of trunk height above ``min_height``
-            (``jaxsim.envs.locomotion``; 0: none).
-          upright_reward_weight: reward per unit of the trunk up axis' world z (0: none).
-          rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates (0: none).
+          gait_period, heading_observation, height_reward_weight,
+          upright_reward_weight, rock_cost_weight: the optional observation blocks and
+            posture terms of ``jaxsim.envs.locomotion.LeggedWalk`` (all off by default).
           **options: ``jaxsim.quadruped.build`` / ModelBuilder options (``contact``,
             ``implicit_pd``, ...).
         """
