@@ -1,7 +1,8 @@
 """Short-horizon actor-critic (SHAC): a policy learned from jaxsim's analytic gradients.
 
     python experiments/shac.py TASK [--env KEY=VALUE ...] [--envs 32] [--horizon 32]
-        [--iterations 300] [--eval-every 20] [--seed 0] [--out DIR]
+        [--iterations 300] [--episode-length 1000] [--actor-lr 2e-3] [--eval-every 20]
+        [--select mean|stochastic] [--seed 0] [--tag SUFFIX] [--out DIR]
 
 SHAC is the method of Xu, Makoviychuk, Narang, Ramos, Matusik, Garg and Macklin,
 "Accelerated Policy Learning with Parallel Differentiable Simulation" (ICLR 2022).
@@ -57,7 +58,6 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from brax.training.acme import running_statistics, specs
 
