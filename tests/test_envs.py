@@ -24,6 +24,7 @@ from brax.envs.wrappers import training  # noqa: E402
 
 import jaxsim  # noqa: E402
 import jaxsim.envs  # noqa: E402
+from jaxsim.envs.quadruped_walk import MIN_HEIGHT  # noqa: E402
 from conftest import check_grads_rev  # noqa: E402
 
 BATCH = 3
@@ -51,7 +52,6 @@ def _check_legged_options(env, s1):
     np.testing.assert_allclose(obs[:, -3:], heading, atol=1e-5)
     q = np.asarray(ps.q, np.float64)[1:]
     up_z = q[:, 3] ** 2 - q[:, 4] ** 2 - q[:, 5] ** 2 + q[:, 6] ** 2  # R[2, 2] of a unit (w, x, y, z)
-    from jaxsim.envs.quadruped_walk import MIN_HEIGHT
     rock = np.sum(np.asarray(ps.v, np.float64)[1:, 3:5] ** 2, axis=-1)
     assert np.all(rock > 1e-4)  # the reset's velocity noise rocks the trunk: the term is seen
     posture = (LEGGED_OPTIONS["height_reward_weight"] * (q[:, 2] - MIN_HEIGHT)

@@ -21,13 +21,14 @@ position servo.
   depends on and the blocks above leave out). Every entry through ``finite_or``.
 - Reward: ``forward_reward_weight * vx - ctrl_cost_weight * sum(action^2) +
   healthy_reward * (1 - done) + height_reward_weight * (z - min_height) +
-  upright_reward_weight * up_z - rock_cost_weight * (wx^2 + wy^2)``, ``vx`` the trunk's world x displacement over the env
-  step divided by ``dt`` (Brax's ``ant``): the healthy reward is not paid for the step
-  that ends the episode. The last three terms (0 by default) are smooth posture terms:
-  the trunk's height ``z`` above the fall height and the world z of its up axis (1
-  upright), as in the Ant task of SHAC's differentiable-simulation benchmarks, and
-  its roll and pitch rates ``wx, wy`` (rad/s, trunk frame), as in MuJoCo
-  Playground's joystick tasks. The healthy reward is a step function of the state, so
+  upright_reward_weight * up_z - rock_cost_weight * (wx^2 + wy^2)``, ``vx`` the
+  trunk's world x displacement over the env step divided by ``dt`` (Brax's ``ant``):
+  the healthy reward is not paid for the step that ends the episode. The last three
+  terms (0 by default) are smooth posture terms: the trunk's height ``z`` above the
+  fall height and the world z of its up axis (1 upright), as in the Ant task of
+  SHAC's differentiable-simulation benchmarks, and its roll and pitch rates ``wx,
+  wy`` (rad/s, trunk frame), as in MuJoCo Playground's joystick tasks. The healthy
+  reward is a step function of the state, so
   a gradient-based learner sees no cost in falling until they are on.
 - Termination (``done = 1``): fallen, i.e. the trunk's height below ``min_height`` or
   its up axis tilted more than ``max_tilt_deg`` from the vertical; or a non-finite

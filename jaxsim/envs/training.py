@@ -8,9 +8,9 @@ user would otherwise look up: per task and agent, the keyword arguments of
 a 2-core CPU; ``humanoid``, ``quadruped_walk`` and ``go2_terrain`` train too slowly
 there to tune, and get the published settings of their Brax and MuJoCo Playground
 counterparts, scaled to 256 envs (APG's ``cube_push`` and ``quadruped_walk`` entries
-are the settings tried, on which it does not learn the task). ``train`` runs the agent with them and returns the
-policy and the curve (evaluation reward against env-steps and wall time);
-``final_metrics`` reports where a policy's episodes end (a task's success rate).
+are the settings tried, on which it does not learn the task). ``train`` runs the
+agent with them and returns the policy and the curve (evaluation reward against
+env-steps and wall time); ``final_metrics`` reports where a policy's episodes end (a task's success rate).
 
 ``brax.training``'s agents also place their state with ``jax.device_put_replicated``,
 which newer JAX releases removed in favour of ``jax.device_put`` with a sharding;
