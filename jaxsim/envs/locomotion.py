@@ -28,8 +28,8 @@ position servo.
   fall height and the world z of its up axis (1 upright), as in the Ant task of
   SHAC's differentiable-simulation benchmarks, and its roll and pitch rates ``wx,
   wy`` (rad/s, trunk frame), as in MuJoCo Playground's joystick tasks. The healthy
-  reward is a step function of the state, so
-  a gradient-based learner sees no cost in falling until they are on.
+  reward is a step function of the state, so a gradient-based learner sees no cost
+  in falling until they are on.
 - Termination (``done = 1``): fallen, i.e. the trunk's height below ``min_height`` or
   its up axis tilted more than ``max_tilt_deg`` from the vertical; or a non-finite
   simulator state.
