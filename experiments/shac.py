@@ -2,7 +2,9 @@
 
     python experiments/shac.py TASK [--env KEY=VALUE ...] [--envs 32] [--horizon 32]
         [--iterations 300] [--episode-length 1000] [--actor-lr 2e-3] [--eval-every 20]
-        [--select mean|stochastic] [--seed 0] [--tag SUFFIX] [--out DIR]
+        [--select mean|stochastic] [--max-minutes M] [--seed 0] [--tag SUFFIX] [--out DIR]
+    python experiments/shac.py TASK --policy results/shac_TASK_policy.pkl [--final-envs 32]
+        [--final-steps 400]     # evaluate a saved policy only
 
 SHAC is the method of Xu, Makoviychuk, Narang, Ramos, Matusik, Garg and Macklin,
 "Accelerated Policy Learning with Parallel Differentiable Simulation" (ICLR 2022).
@@ -40,8 +42,11 @@ Every ``--eval-every`` iterations the policy runs ``--eval-envs`` fresh episodes
 the share of episodes that fell. The policy of the best evaluation (highest return
 of the ``--select`` actions, the mean by default) is evaluated again at the end,
 both ways, on ``--final-envs`` other episodes of ``--final-steps`` steps.
-Writes ``shac_TASK.json`` and ``shac_TASK.png`` into ``--out`` (default
-``experiments/results``).
+``--max-minutes`` ends training at the first iteration past that wall time (the
+learning-rate decay still follows ``--iterations``). Writes ``shac_TASK.json``,
+``shac_TASK.png`` and the kept policy, ``shac_TASK_policy.pkl`` (the actor's parameters
+and the observation statistics, as numpy arrays), into ``--out`` (default
+``experiments/results``); ``--policy`` loads such a file and runs the final evaluation.
 """
 
 from __future__ import annotations
@@ -52,12 +57,14 @@ import dataclasses
 import functools
 import json
 import os
+import pickle
 import time
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from brax.training.acme import running_statistics, specs
 
@@ -282,11 +289,13 @@ def _parse_env_kwargs(items: list[str]) -> dict[str, Any]:
 
 
 def train(task: str, env_kwargs: dict, config: Config, seed: int, eval_every: int, eval_envs: int,
-          eval_steps: int, final_envs: int, final_steps: int, select: str = "mean", log=print) -> dict:
+          eval_steps: int, final_envs: int, final_steps: int, select: str = "mean", max_minutes: float = 0.0,
+          log=print) -> dict:
     """Runs SHAC on ``task``; returns the record written to JSON. The policy of the
     evaluation with the highest return of its ``select`` ("mean" or "stochastic")
     actions is kept and evaluated once more at the end, on ``final_envs`` other
-    episodes of ``final_steps`` steps."""
+    episodes of ``final_steps`` steps. Training stops early once ``max_minutes``
+    (if positive) have passed; the record's ``policy`` is the kept policy."""
     env = jaxsim.envs.get(task, **env_kwargs)
     learner = SHAC(env, config)
     key = jax.random.PRNGKey(seed)
@@ -324,20 +333,31 @@ def train(task: str, env_kwargs: dict, config: Config, seed: int, eval_every: in
             log(f"train it {it:4d}  env-steps {stats['env_steps']:8d}  {stats['wall_s']:7.1f} s  reward/step "
                 f"{stats['reward']:7.3f}  |grad| {stats['grad_norm']:9.3g}  falls {stats['falls']:4.0f}"
                 f"  critic {stats['critic_loss']:9.3g}  std {stats['std']:.3f}")
-        if it % eval_every == 0 or it == config.iterations:
+        out_of_time = max_minutes > 0 and stats["wall_s"] > 60 * max_minutes
+        if it % eval_every == 0 or it == config.iterations or out_of_time:
             run_eval(it)
-    final = dict(iteration=best["eval"]["iteration"], env_steps=best["eval"]["env_steps"], envs=final_envs,
-                 steps=final_steps)
-    for mode in ("stochastic", "mean"):
-        figures = learner.evaluate(best["policy"], key, final_envs, final_steps, mode == "stochastic")
-        f = final[mode] = {k: float(v) for k, v in figures.items()}
-        log(f"best policy (iteration {final['iteration']}), {mode}, on {final_envs} new episodes of {final_steps} "
-            f"steps: return {f['episode_return']:.2f}  speed {f['speed']:.3f} m/s (min {f['min_speed']:.3f})"
-            f"  fell {f['fell']:.2f}")
+        if out_of_time:
+            log(f"stopped after {it} iterations: --max-minutes {max_minutes}")
+            break
+    final = final_evaluation(learner, best["policy"], key, final_envs, final_steps, log)
+    final.update(iteration=best["eval"]["iteration"], env_steps=best["eval"]["env_steps"])
     return dict(final=final, select=select, task=task, env_kwargs=env_kwargs, config=dataclasses.asdict(config),
                 seed=seed, dt=float(env.dt), eval_envs=eval_envs, eval_steps=eval_steps, first_iteration_s=compile_s,
                 skipped_updates=sum(1 for h in history if not h["grad_finite"]), history=history, evals=evals,
-                machine=dict(cpus=os.cpu_count(), backend=jax.default_backend()))
+                machine=dict(cpus=os.cpu_count(), backend=jax.default_backend()),
+                policy=jax.tree.map(np.asarray, best["policy"]))
+
+
+def final_evaluation(learner: SHAC, policy: dict, key, envs: int, steps: int, log=print) -> dict:
+    """``policy`` (``actor`` and ``norm``) on ``envs`` new episodes of ``steps`` steps,
+    with its stochastic and its mean actions."""
+    final = dict(envs=envs, steps=steps)
+    for mode in ("stochastic", "mean"):
+        figures = learner.evaluate(policy, key, envs, steps, mode == "stochastic")
+        f = final[mode] = {k: float(v) for k, v in figures.items()}
+        log(f"policy, {mode} actions, on {envs} new episodes of {steps} steps: return {f['episode_return']:.2f}  "
+            f"speed {f['speed']:.3f} m/s (min {f['min_speed']:.3f})  fell {f['fell']:.2f}")
+    return final
 
 
 def plot(record: dict, path: str) -> None:
@@ -376,20 +396,33 @@ def main():
     parser.add_argument("--final-steps", type=int, default=400)
     parser.add_argument("--select", choices=("mean", "stochastic"), default="mean",
                         help="which evaluation's return picks the policy evaluated at the end")
+    parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this wall time")
+    parser.add_argument("--policy", help="a saved policy (.pkl) to evaluate instead of training")
     parser.add_argument("--tag", default="", help="suffix of the output files' names")
     parser.add_argument("--out", default=RESULTS)
     args = parser.parse_args()
     use_fast_cpu_compile()
     config = Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Config) if hasattr(args, f.name)})
-    record = train(args.task, _parse_env_kwargs(args.env), config, args.seed, args.eval_every, args.eval_envs,
-                   args.eval_steps, args.final_envs, args.final_steps, args.select,
-                   log=lambda s: print(s, flush=True))
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    if args.policy:
+        with open(args.policy, "rb") as f:
+            saved = pickle.load(f)
+        config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved["config"].items()})
+        learner = SHAC(jaxsim.envs.get(args.task, **saved["env_kwargs"]), config)
+        final_evaluation(learner, saved["policy"], jax.random.PRNGKey(args.seed), args.final_envs,
+                         args.final_steps, log)
+        return
+    env_kwargs = _parse_env_kwargs(args.env)
+    record = train(args.task, env_kwargs, config, args.seed, args.eval_every, args.eval_envs, args.eval_steps,
+                   args.final_envs, args.final_steps, args.select, args.max_minutes, log)
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, f"shac_{args.task}{args.tag}")
+    with open(stem + "_policy.pkl", "wb") as f:
+        pickle.dump(dict(env_kwargs=env_kwargs, config=record["config"], policy=record.pop("policy")), f)
     with open(stem + ".json", "w") as f:
         json.dump(record, f, indent=1)
     plot(record, stem + ".png")
-    print(f"wrote {stem}.json and .png")
+    print(f"wrote {stem}.json, .png and _policy.pkl")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from jaxsim import kinematics as kin_mod
 from jaxsim import linalg, math
 from jaxsim.kinematics import Kinematics, plan
 from jaxsim.parallel import accepts_explicit_axes
+from jaxsim.precision import full_precision
 from jaxsim.types import DynType, JointType, Model
 
 Array = jax.Array
@@ -31,6 +32,7 @@ def gravity_acceleration(model: Model, dtype) -> Array:
 
 
 @accepts_explicit_axes
+@full_precision
 def mass_matrix(model: Model, kin: Kinematics) -> Array:
     """(nv, nv) joint-space inertia matrix, armature included (CRBA)."""
     p = plan(model.topo)
@@ -46,6 +48,7 @@ def mass_matrix(model: Model, kin: Kinematics) -> Array:
 
 
 @accepts_explicit_axes
+@full_precision
 def inverse_dynamics(model: Model, kin: Kinematics, v: Array, qacc: Array,
                      body_vel: Array | None = None, dof_motion_dot: Array | None = None) -> Array:
     """(nv,) generalized force producing ``qacc`` at velocity ``v`` (RNEA, no armature).
@@ -67,6 +70,7 @@ def inverse_dynamics(model: Model, kin: Kinematics, v: Array, qacc: Array,
 
 
 @accepts_explicit_axes
+@full_precision
 def bias_forces(model: Model, kin: Kinematics, v: Array) -> Array:
     """(nv,) ``C(q, v) v + g(q)`` (MuJoCo's ``qfrc_bias``)."""
     return inverse_dynamics(model, kin, v, jnp.zeros_like(v))
@@ -221,6 +225,7 @@ def actuator_forces(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
 
 
 @accepts_explicit_axes
+@full_precision
 def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array,
                           extra_diag: Array | float = 0.0) -> Array:
     """(nv,) ``qacc = (M + diag(extra))^-1 (tau - bias)`` by Cholesky."""
@@ -229,6 +234,7 @@ def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array
 
 
 @accepts_explicit_axes
+@full_precision
 def forward_dynamics_aba(model: Model, kin: Kinematics, v: Array, tau: Array,
                          extra_diag: Array | float = 0.0, body_vel: Array | None = None,
                          dof_motion_dot: Array | None = None) -> Array:

@@ -23,6 +23,7 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.parallel import accepts_explicit_axes
+from jaxsim.precision import full_precision
 from jaxsim.types import JointType, Model, Topology, pytree_dataclass
 
 Array = jax.Array
@@ -219,6 +220,7 @@ def _joint_transforms(model: Model, q: Array, p: Plan):
 
 
 @accepts_explicit_axes
+@full_precision
 def forward_kinematics(model: Model, q: Array) -> Kinematics:
     """Poses of bodies, joints and geoms, spatial inertias and dof motion vectors.
 
@@ -284,6 +286,7 @@ def forward_kinematics(model: Model, q: Array) -> Kinematics:
 
 
 @accepts_explicit_axes
+@full_precision
 def body_velocities(model: Model, kin: Kinematics, v: Array) -> tuple[Array, Array]:
     """Body spatial velocities and the time derivative of the dof motion vectors.
 
@@ -299,6 +302,7 @@ def body_velocities(model: Model, kin: Kinematics, v: Array) -> tuple[Array, Arr
 
 
 @accepts_explicit_axes
+@full_precision
 def point_jacobian(model: Model, kin: Kinematics, body: int, point_w: Array) -> Array:
     """(3, nv) Jacobian of the world velocity of a point fixed to ``body``.
 
@@ -313,6 +317,7 @@ def point_jacobian(model: Model, kin: Kinematics, body: int, point_w: Array) -> 
 
 
 @accepts_explicit_axes
+@full_precision
 def body_jacobian(model: Model, kin: Kinematics, body: int) -> Array:
     """(6, nv) Jacobian of ``[omega; v_origin]`` of ``body``'s frame, world orientation."""
     mask = jnp.asarray(plan(model.topo).body_dof[body], kin.dof_motion.dtype)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsim.precision import full_precision
+
 Array = jax.Array
 UNROLL = 8  # largest n whose loops are unrolled (more: compile time grows, run time does not drop)
 
@@ -37,6 +39,7 @@ def cho_factor(a: Array) -> Array:
 
 
 @cho_factor.defjvp
+@full_precision
 def _cho_factor_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     L = _cho_factor(a)
@@ -98,6 +101,7 @@ def solve_lower(L: Array, b: Array) -> Array:
 
 
 @solve_lower.defjvp
+@full_precision
 def _solve_lower_jvp(primals, tangents):
     (L, b), (dL, db) = primals, tangents
     y = _forward(L, b)
@@ -111,6 +115,7 @@ def cho_solve(L: Array, b: Array) -> Array:
 
 
 @cho_solve.defjvp
+@full_precision
 def _cho_solve_jvp(primals, tangents):
     (L, b), (dL, db) = primals, tangents
     x = _cho_solve(L, b)
@@ -131,6 +136,7 @@ def solve(a: Array, b: Array) -> Array:
 
 
 @solve.defjvp
+@full_precision
 def _solve_jvp(primals, tangents):
     (a, b), (da, db) = primals, tangents
     lu, perm = _lu(a)

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxsim import dynamics, integrator, linalg
 from jaxsim.parallel import accepts_explicit_axes
+from jaxsim.precision import full_precision
 from jaxsim import math
 from jaxsim.contact.stage import constraint_stage, has_constraints, initial_contact
 from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
@@ -31,6 +32,7 @@ Array = jax.Array
 
 
 @accepts_explicit_axes
+@full_precision
 def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
     """A State at ``q`` (default ``qpos0``) and ``v`` (default 0) in the model's dtype."""
     dtype = model.dtype
@@ -47,6 +49,7 @@ def make_state(model: Model, q=None, v=None, act=None, ctrl=None) -> State:
 
 
 @accepts_explicit_axes
+@full_precision
 def accelerations(model: Model, q: Array, v: Array, act: Array, ctrl: Array,
                   qfrc_applied: Array | None = None, extra_diag: Array | float = 0.0,
                   skip_implicit: bool = False):
@@ -146,6 +149,7 @@ def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
 
 @jax.jit
 @accepts_explicit_axes
+@full_precision
 def step(model: Model, state: State, ctrl: Array | None = None,
          qfrc_applied: Array | None = None) -> State:
     """Advance ``state`` by ``model.opt.timestep`` under control ``ctrl`` (nu,).
@@ -204,6 +208,7 @@ def step(model: Model, state: State, ctrl: Array | None = None,
 
 @jax.jit
 @accepts_explicit_axes
+@full_precision
 def rollout(model: Model, state: State, ctrls: Array) -> tuple[State, State]:
     """Apply ``ctrls`` (T, nu) for T steps with ``lax.scan``.
 
@@ -224,6 +229,7 @@ def rollout(model: Model, state: State, ctrls: Array) -> tuple[State, State]:
 
 @functools.partial(jax.jit, static_argnames=("policy", "num_steps"))
 @accepts_explicit_axes
+@full_precision
 def rollout_policy(model: Model, state: State, policy: Callable[[State], Array],
                    num_steps: int) -> tuple[State, State]:
     """Closed-loop rollout: ``ctrl = policy(state)`` at every step, ``num_steps`` steps.

@@ -21,6 +21,7 @@ from jaxsim.collision import box_primitives, convex, hfield, primitives, regions
 from jaxsim.collision.pairs import HFIELD_KINDS, POLYHEDRAL, pair_plan
 from jaxsim.kinematics import Kinematics
 from jaxsim.parallel import accepts_explicit_axes
+from jaxsim.precision import full_precision
 from jaxsim.types import ContactMode, Contacts, GeomType, Model
 
 G = GeomType
@@ -206,6 +207,7 @@ def _broad_phase(model: Model, kin: Kinematics, grp, live: np.ndarray, bound: Ar
 
 
 @accepts_explicit_axes
+@full_precision
 def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
     """Contacts of every collidable geom pair at the configuration of ``kin``.
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxsim.contact.space import slot_info
 from jaxsim.parallel import accepts_explicit_axes
+from jaxsim.precision import full_precision
 from jaxsim.types import Model, State
 
 Array = jax.Array
@@ -37,6 +38,7 @@ class ContactForces(NamedTuple):
 
 
 @accepts_explicit_axes
+@full_precision
 def contact_forces(model: Model, state: State) -> ContactForces:
     """Every slot's contact force and torque on its two bodies in the last step."""
     info, c = slot_info(model.topo), state.contact
@@ -48,6 +50,7 @@ def contact_forces(model: Model, state: State) -> ContactForces:
 
 
 @accepts_explicit_axes
+@full_precision
 def body_contact_wrench(model: Model, state: State, body: int | str) -> tuple[Array, Array]:
     """Total contact force (3,) N and torque (3,) N m about its centre of mass on one
     body (an id or a name), world frame, in the last step."""

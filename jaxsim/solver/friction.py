@@ -62,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import linalg
+from jaxsim.precision import full_precision
 from jaxsim.solver import qp
 
 Array = jax.Array
@@ -139,6 +140,7 @@ def _clamp(x: Array, width: Array) -> Array:
 
 
 @_clamp.defjvp
+@full_precision
 def _clamp_jvp(primals, tangents):
     x, width = primals
     return jnp.maximum(x, 0.0), qp.blend(x, width) * tangents[0]
@@ -154,6 +156,7 @@ def _disk(zt: Array, radius: Array, width: Array) -> Array:
 
 
 @_disk.defjvp
+@full_precision
 def _disk_jvp(primals, tangents):
     zt, radius, width = primals
     dzt, dradius, _ = tangents
@@ -395,6 +398,7 @@ def _exact(p: _Problem, r0: Array, tols: Array, smoothing: Array, max_iter: int,
 
 
 @_exact.defjvp
+@full_precision
 def _exact_jvp(max_iter, start, primals, tangents):
     p, r0, tols, smoothing = primals
     dp = tangents[0]
@@ -494,6 +498,7 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
 
 
 @functools.partial(jax.jit, static_argnums=(9, 10, 11, 12))
+@full_precision
 def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoothing, method: str, max_iter: int,
            start_passes: int, start_iterations: int) -> tuple[Array, Array, Stats]:
     n = q.shape[-1]

@@ -67,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import linalg
+from jaxsim.precision import full_precision
 
 Array = jax.Array
 
@@ -433,6 +434,7 @@ def _param_tangent(qp: QP, dqp: QP, z: Array, cone: str) -> Array:
 
 
 @_solve_implicit.defjvp
+@full_precision
 def _solve_implicit_jvp(max_iter, block, cone, primals, tangents):
     qp, x0, tol, skip, smoothing = primals
     dqp = tangents[0]
@@ -516,6 +518,7 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
 
 
 @functools.partial(jax.jit, static_argnums=(5, 6, 7, 8))
+@full_precision
 def _solve(qp: QP, x0: Array, tol, skip: Array, smoothing, max_iter: int, block, adjoint: str,
            cone: str) -> tuple[Array, Stats]:
     if qp.compliance is not None:  # outside the custom rule: gradients flow through H
