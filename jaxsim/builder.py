@@ -215,7 +215,7 @@ class ModelBuilder:
     def add_geom(self, body: str, type: str, size=(0.0, 0.0, 0.0), *, name: str | None = None,
                  pos=(0, 0, 0), quat=(1, 0, 0, 0), friction=DEFAULT_FRICTION,
                  restitution: float | None = None, rgba=(0.6, 0.6, 0.7, 1.0), contype: int = 1,
-                 conaffinity: int = 1, vertices=None, faces=None, heights=None) -> str:
+                 conaffinity: int = 1, condim: int = 3, vertices=None, faces=None, heights=None) -> str:
         """Add a collision shape to ``body`` ("world" for static geometry).
 
         Args:
@@ -227,6 +227,10 @@ class ModelBuilder:
           friction: (static, kinetic) coefficients.
           restitution: coefficient in [0, 1]; None: the contact model's default
             (``ContactModel.default_restitution``: 0.4 for ``springhead``, else 0).
+          condim: MuJoCo's contact dimensionality, 1, 3, 4 or 6. A contact between two
+            geoms takes the larger of their two; 1 makes it frictionless (``friction``
+            is not used), 3 has sliding friction. 4 and 6 (torsional and rolling
+            friction in MuJoCo) act as 3: jaxsim models sliding friction only.
         """
         if type not in _GEOMS:
             raise ModelError(f"geom on body {body!r}: unknown type {type!r}; supported: {sorted(_GEOMS)}")
@@ -243,6 +247,8 @@ class ModelBuilder:
             raise ModelError(f"{where}: friction must be >= 0, got {friction.tolist()}")
         if restitution is not None and not 0 <= restitution <= 1:
             raise ModelError(f"{where}: restitution must be in [0, 1], got {restitution}")
+        if condim not in (1, 3, 4, 6):
+            raise ModelError(f"{where}: condim must be 1, 3, 4 or 6, got {condim!r}")
         mesh = hfield = -1
         if gtype == GeomType.CONVEX:
             mesh = self._add_mesh(where, vertices, faces)
@@ -258,7 +264,7 @@ class ModelBuilder:
         self.elements.geoms.append(Geom(name, body, gtype, size, vector(pos, 3, f"{where} pos"),
                                         unit_vector(quat, 4, f"{where} quat"), friction, restitution,
                                         vector(rgba, 4, f"{where} rgba"), int(contype), int(conaffinity), mesh,
-                                        hfield))
+                                        hfield, int(condim)))
         return name
 
     def _add_mesh(self, where: str, vertices, faces) -> int:

@@ -305,6 +305,7 @@ def compile_model(elements: Elements, options: SceneOptions, dtype=jnp.float32) 
         geom_hfield=tuple(g.hfield for g in geoms),
         geom_contype=tuple(g.contype for g in geoms),
         geom_conaffinity=tuple(g.conaffinity for g in geoms),
+        geom_condim=tuple(g.condim for g in geoms),
         geom_name=tuple(g.name for g in geoms),
         mesh_nvert=tuple(len(v) for v, _ in meshes),
         mesh_nface=tuple(len(f) for _, f in meshes),

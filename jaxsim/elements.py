@@ -83,6 +83,7 @@ class Geom:
     conaffinity: int
     mesh: int
     hfield: int
+    condim: int = 3  # 1: frictionless contacts (MuJoCo's contact dimensionality)
 
 
 @dataclasses.dataclass

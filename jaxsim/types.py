@@ -129,6 +129,7 @@ class Topology:
     geom_hfield: tuple = static()  # height field id for HFIELD geoms, else -1
     geom_contype: tuple = static()
     geom_conaffinity: tuple = static()
+    geom_condim: tuple = static()  # 1: frictionless (the larger of a pair's two counts)
     geom_name: tuple = static()
     mesh_nvert: tuple = static()
     mesh_nface: tuple = static()

@@ -2,6 +2,7 @@
 cylinders / ellipsoids / meshes as convex polyhedra, height fields, and the mass matrix
 of a URDF against MuJoCo's (float64)."""
 
+import os
 import sys
 import warnings
 
@@ -17,6 +18,7 @@ import jaxsim  # noqa: E402
 from jaxsim import GeomType, ModelError  # noqa: E402
 from jaxsim.io import load_mjcf, load_urdf  # noqa: E402
 from jaxsim.io import mjcf as mjcf_mod  # noqa: E402
+from conftest import gymnasium_dir  # noqa: E402
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -564,3 +566,41 @@ def test_max_hull_vertices_gives_mujocos_hull(cap):
 def test_bad_max_hull_vertices_is_refused(bad):
     with pytest.raises(ModelError, match="max_hull_vertices"):
         load_mjcf(_sphere_mesh_xml(20), max_hull_vertices=bad)
+
+
+def test_condim_one_gives_frictionless_contacts():
+    """gymnasium's pusher has condim 1 on every geom: its object, on x/y slides and
+    resting on the table, slides under 1 N as in MuJoCo C (with friction it would
+    stick). A pair takes the larger condim of its geoms, so one condim-3 geom keeps
+    the blended friction."""
+    import mujoco
+
+    path = os.path.join(gymnasium_dir(), "pusher_v5.xml")
+    model = load_mjcf(path, dtype=jnp.float64)
+    force = jnp.zeros(model.nv).at[8].set(1.0)
+    state = jaxsim.make_state(model)
+    for _ in range(50):
+        state = jaxsim.step(model, state, jnp.zeros(model.nu), force)
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    d.qfrc_applied[8] = 1.0
+    for _ in range(50):
+        mujoco.mj_step(m, d)
+    assert d.qpos[8] > 0.4  # it slides: 1 N on 0.04 kg of armature, 0.5 N s/m damping
+    np.testing.assert_allclose(np.asarray(state.q[7:9]), d.qpos[7:9], atol=1e-4)
+
+    from jaxsim.contact.materials import pair_params
+
+    b = jaxsim.ModelBuilder()
+    b.add_geom("world", "plane", (1, 1, 0.1), name="floor", friction=(0.8, 0.8))
+    b.add_geom("world", "plane", (1, 1, 0.1), name="ice", friction=(0.8, 0.8), condim=1, pos=(0, 0, 1))
+    b.add_body("cube", pos=(0, 0, 0.5), mass=1.0, inertia=(0.01,) * 3)
+    b.add_joint("cube", "free")
+    b.add_geom("cube", "box", (0.05,) * 3, name="cube", friction=(0.3, 0.3), condim=1)
+    built = b.build()
+    friction = np.asarray(pair_params(built, "max").friction)
+    partners = [built.topo.geom_name[g] for g in built.topo.pair_geom1]
+    np.testing.assert_allclose(friction[partners.index("floor")], [0.8, 0.8])
+    np.testing.assert_allclose(friction[partners.index("ice")], [0.0, 0.0])
+    with pytest.raises(ModelError, match="condim must be 1, 3, 4 or 6, got 2"):
+        b.add_geom("cube", "sphere", (0.01,), condim=2)

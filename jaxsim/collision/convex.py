@@ -310,7 +310,7 @@ def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face, 
     """
     a, b = capsule_segment(cap_pos, cap_rot, half_length)
     dist = lambda t: signed_distance(poly, face, a + t * (b - a))[0]  # noqa: E731
-    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    ratio = (5.0 ** 0.5 - 1.0) / 2.0  # a Python float: weakly typed, keeps a float32 model in float32
 
     def body(_, bracket):
         lo, hi = bracket

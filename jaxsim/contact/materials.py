@@ -4,7 +4,9 @@ For each pair of the pair table (``Topology.pair_geom1``, ``pair_geom2``):
 
   * friction (static, kinetic): the selected contact model's blend of its two geoms'
     ``geom_friction``, the larger per coefficient (``"max"``, MuJoCo's rule) or their
-    mean (``"mean"``, Springhead's); ``ContactModel.friction_blend`` says which;
+    mean (``"mean"``, Springhead's); ``ContactModel.friction_blend`` says which; zero
+    where both geoms have ``condim`` 1 (MuJoCo's frictionless contacts: a pair's
+    condim is the larger of its geoms');
   * restitution: the mean of the two geoms' ``geom_restitution``;
   * penalty stiffness and damping: ``opt.penalty_stiffness`` and ``opt.penalty_damping``.
 
@@ -58,6 +60,10 @@ def pair_params(model: Model, friction_blend: str) -> PairParams:
     g1, g2 = np.asarray(topo.pair_geom1, np.int32), np.asarray(topo.pair_geom2, np.int32)
     npair, dtype = g1.size, model.dtype
     friction = blend_friction(friction_blend, model.geom_friction[g1], model.geom_friction[g2])
+    condim = np.asarray(topo.geom_condim, np.int32)
+    frictionless = np.maximum(condim[g1], condim[g2]) == 1
+    if frictionless.any():
+        friction = jnp.where(frictionless.reshape(frictionless.shape + (1,)), 0.0, friction)
     restitution = 0.5 * (model.geom_restitution[g1] + model.geom_restitution[g2])
     stiffness = jnp.broadcast_to(model.opt.penalty_stiffness, (npair,)).astype(dtype)
     damping = jnp.broadcast_to(model.opt.penalty_damping, (npair,)).astype(dtype)

@@ -16,7 +16,9 @@ Anything else raises ``ModelError`` naming the element and what is supported.
 Option flags that disable gravity, springs, dampers or control clamping are applied
 to the Model. MuJoCo's ``implicit`` and ``implicitfast`` integrators (and any other
 jaxsim lacks) map to jaxsim's semi-implicit Euler with implicit joint damping, with a
-``UserWarning`` saying so. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient.
+``UserWarning`` saying so. Geom friction ``friction[0]`` becomes both the static and kinetic coefficient;
+geom and pair ``condim`` 1 give frictionless contacts, and 4 or 6 act as 3 (sliding
+friction only: jaxsim models no torsional or rolling friction).
 Geom restitution (used by ``springhead``): a custom numeric ``jaxsim:restitution:GEOM``,
 else the restitution of an underdamped ``solref`` (:func:`solref_restitution`), else a
 scene-wide numeric ``jaxsim:restitution``, else the contact model's default.
@@ -420,7 +422,7 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
                    quat=m.geom_quat[g], friction=(mu, mu), rgba=m.geom_rgba[g],
                    restitution=_restitution(numerics, gn, m.geom_solref[g]),
                    contype=int(m.geom_contype[g]), conaffinity=int(m.geom_conaffinity[g]),
-                   vertices=verts, faces=faces, heights=heights)
+                   condim=int(m.geom_condim[g]), vertices=verts, faces=faces, heights=heights)
     jnames = [_name(m, obj.mjOBJ_JOINT, j, "joint") for j in range(m.njnt)]
     tnames = [_name(m, obj.mjOBJ_TENDON, t, "tendon") for t in range(m.ntendon)]
     for t in range(m.ntendon):
@@ -453,7 +455,7 @@ def from_mjmodel(m, dtype=jnp.float32, **options) -> Model:
         b.add_exclude(body_names[int(sig) >> 16], body_names[int(sig) & 0xFFFF])
     gnames = [_name(m, obj.mjOBJ_GEOM, g, "geom") for g in range(m.ngeom)]
     for p in range(m.npair):  # MuJoCo's pair friction: sliding, then torsional and rolling
-        mu = float(m.pair_friction[p][0])
+        mu = float(m.pair_friction[p][0]) if int(m.pair_dim[p]) > 1 else 0.0  # condim 1: frictionless
         b.add_pair(gnames[m.pair_geom1[p]], gnames[m.pair_geom2[p]], friction=(mu, mu),
                    restitution=solref_restitution(m.pair_solref[p]))
     _contact_modes(b, texts)
