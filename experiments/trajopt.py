@@ -1,7 +1,7 @@
 """Trajectory optimization through contact: open-loop controls found by jaxsim's
 gradients, beside a zeroth-order optimizer and MJX's gradients.
 
-    python experiments/trajopt.py {cube_push,bounce,walk} [--iterations 100] [--targets N]
+    python experiments/trajopt.py {cube_push,bounce,walk,arm_push} [--iterations 100] [--targets N]
         [--smoothing M/S ...] [--out DIR]
 
 Task ``cube_push`` (``jaxsim.trajopt.CubePushProblem``, the ``cube_push``
@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxsim.trajopt import BounceProblem, CubePushProblem, QuadrupedGaitProblem
+from jaxsim.trajopt import ArmPushProblem, BounceProblem, CubePushProblem, QuadrupedGaitProblem
 from jaxsim.xla_flags import use_fast_cpu_compile
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -88,6 +88,8 @@ PUSH_TARGETS = ((0.20, 0.00, 0.0), (0.20, 0.05, 20.0), (0.12, -0.10, -25.0))
 # (x m, y m, z m) at 0.7 s, in front of the thrower (the wall is at x = 0.5 m)
 BOUNCE_TARGETS = ((-0.40, 0.10, 0.45), (-0.65, -0.15, 0.52), (-0.20, 0.20, 0.42))
 MJX_SERVO_KV = 30.0  # N s/m (mjx_cube_push_xml)
+# (x m, y m) of the pusher's object at the end; the straight push takes it from (0.45, -0.05) to about (0.515, 0.053)
+ARM_PUSH_TARGETS = ((0.55, 0.02), (0.47, 0.07), (0.49, 0.01))
 
 
 def mjx_cube_push_xml(problem: CubePushProblem) -> str:
@@ -164,6 +166,45 @@ class MJXCubePush:
 
     def value_and_grad(self, theta):
         return self.loss(theta), jax.jacfwd(self.loss)(theta)
+
+    def metrics(self, theta):
+        return self.problem.pose_metrics(self.final_q(theta))
+
+    def solved(self, metrics):
+        return self.problem.solved(metrics)
+
+
+class MJXArmPush:
+    """``ArmPushProblem`` rolled out by MJX: the same MJCF text (``pusher_xml``), the
+    same PD controller on MJX's ``qpos`` and ``qvel``, the same loss. As for the push,
+    the gradient is forward mode, which runs through MJX's solver loop: one JVP per
+    entry of ``theta`` in sequence (``lax.map``; vmapping them, as ``jax.jacfwd``
+    does, took over 16 GB to compile on this scene)."""
+
+    def __init__(self, problem: ArmPushProblem):
+        import mujoco
+        from mujoco import mjx
+
+        self.problem, self._mjx = problem, mjx
+        self.mx = mjx.put_model(mujoco.MjModel.from_xml_string(problem.xml))
+        self.d0 = mjx.make_data(self.mx)
+
+    def initial_guess(self):
+        return self.problem.initial_guess()
+
+    def final_q(self, theta):
+        def body(d, target):
+            ctrl = self.problem.control(d.qpos, d.qvel, target).astype(d.ctrl.dtype)
+            return self._mjx.step(self.mx, d.replace(ctrl=ctrl)), None
+        return jax.lax.scan(body, self.d0, self.problem.joint_targets(theta))[0].qpos
+
+    def loss(self, theta):
+        return self.problem.pose_loss(self.final_q(theta), theta)
+
+    def value_and_grad(self, theta):
+        basis = jnp.eye(theta.size, dtype=theta.dtype).reshape((theta.size,) + theta.shape)
+        slopes = jax.lax.map(lambda t: jax.jvp(self.loss, (theta,), (t,))[1], basis)
+        return self.loss(theta), slopes.reshape(theta.shape)
 
     def metrics(self, theta):
         return self.problem.pose_metrics(self.final_q(theta))
@@ -352,6 +393,10 @@ def _bounce_instances(n: int) -> list:
             for x, y, z in BOUNCE_TARGETS[:n]]
 
 
+def _arm_push_instances(n: int) -> list:
+    return [(f"target ({x:.2f} m, {y:.2f} m)", ArmPushProblem((x, y))) for x, y in ARM_PUSH_TARGETS[:n]]
+
+
 def _bounce_step_derivative(problem: BounceProblem) -> list:
     return [("jaxsim gradient, impacts' step derivative (Adam)",
              BounceProblem(tuple(np.asarray(problem.target).tolist()), impact_gradient="step"))]
@@ -362,6 +407,7 @@ TASKS = {
     "bounce": Task(_bounce_instances, len(BOUNCE_TARGETS), lr=0.03, sigma=0.3, mjx=None,
                    variants=_bounce_step_derivative),
     "walk": Task(_walk_instances, 1, lr=0.03, sigma=0.1, mjx=None),
+    "arm_push": Task(_arm_push_instances, len(ARM_PUSH_TARGETS), lr=0.1, sigma=0.3, mjx=MJXArmPush),
 }
 
 

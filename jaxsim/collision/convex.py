@@ -301,6 +301,24 @@ def sphere_convex(center, radius, poly: Polytope, face, margin=0.0):
 GOLDEN_ITERS = 40
 
 
+def _follow_minimum(phi, t_min: Array, scale: Array) -> Array:
+    """``t_min`` (a minimizer of ``phi`` found by search, without derivatives), with the
+    derivative the implicit function theorem gives it: ``dt = -phi_tq dq / phi_tt``.
+
+    The value is ``t_min`` itself; the derivative is that of one Newton step from it,
+    which at a minimum (``phi_t = 0``) is exactly the implicit one. Holding ``t`` fixed
+    instead moves the contact along the capsule's axis with the capsule: near an edge
+    the contact normal then turns at 1 / distance per metre (53/m measured for a
+    capsule 2 cm from a cylinder's edge, against 0.006/m by finite differences). Where
+    ``phi`` is flat or linear along the segment (a face, or inside) there is no
+    isolated minimum and ``t`` keeps a zero derivative."""
+    slope = jax.grad(phi)
+    curvature = jax.grad(slope)(t_min)
+    curved = curvature > 1e-6 * scale
+    newton = t_min - jnp.where(curved, slope(t_min) / jnp.where(curved, curvature, 1.0), 0.0)
+    return t_min + (newton - jax.lax.stop_gradient(newton))
+
+
 def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face, margin=0.0):
     """Capsule (geom1) against a convex mesh (geom2): two contacts.
 
@@ -319,7 +337,7 @@ def capsule_convex(cap_pos, cap_rot, radius, half_length, poly: Polytope, face, 
         return jnp.where(left, lo, x1), jnp.where(left, x2, hi)
 
     lo, hi = jax.lax.fori_loop(0, GOLDEN_ITERS, body, (jnp.zeros((), a.dtype), jnp.ones((), a.dtype)))
-    t_mid = jax.lax.stop_gradient(0.5 * (lo + hi))
+    t_mid = _follow_minimum(dist, jax.lax.stop_gradient(0.5 * (lo + hi)), jnp.sum((b - a) ** 2))
     ts = jnp.stack([jnp.zeros((), a.dtype), jnp.ones((), a.dtype), t_mid])
     pts = a + ts[:, None] * (b - a)
     d, out = jax.vmap(lambda p: signed_distance(poly, face, p))(pts)

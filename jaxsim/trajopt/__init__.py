@@ -24,10 +24,13 @@ Problems:
   restitution 0.6) is at a target point at a given time.
 * ``QuadrupedGaitProblem``: an open-loop periodic gait walks the implicit-PD
   quadruped forward at least 1 m in 3 s without falling.
+* ``ArmPushProblem``: gymnasium's pusher arm, following PD waypoints, pushes its
+  object to a target on the table.
 """
 
+from jaxsim.trajopt.arm_push import ArmPushProblem
 from jaxsim.trajopt.bounce import BounceProblem
 from jaxsim.trajopt.cube_push import CubePushProblem, quarter_turn_error
 from jaxsim.trajopt.walk import QuadrupedGaitProblem
 
-__all__ = ["BounceProblem", "CubePushProblem", "QuadrupedGaitProblem", "quarter_turn_error"]
+__all__ = ["ArmPushProblem", "BounceProblem", "CubePushProblem", "QuadrupedGaitProblem", "quarter_turn_error"]
