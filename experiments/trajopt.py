@@ -142,7 +142,33 @@ def mjx_cube_push_xml(problem: CubePushProblem) -> str:
 </mujoco>"""
 
 
-class MJXCubePush:
+class _MJXProblem:
+    """A ``jaxsim.trajopt`` problem rolled out by MJX on the MJCF text ``xml``: the
+    problem's parametrization, loss, metrics and tolerance on MJX's final ``qpos``
+    (``final_q``, the subclass's rollout)."""
+
+    def __init__(self, problem, xml: str):
+        import mujoco
+        from mujoco import mjx
+
+        self.problem, self._mjx = problem, mjx
+        self.mx = mjx.put_model(mujoco.MjModel.from_xml_string(xml))
+        self.d0 = mjx.make_data(self.mx)
+
+    def initial_guess(self):
+        return self.problem.initial_guess()
+
+    def loss(self, theta):
+        return self.problem.pose_loss(self.final_q(theta), theta)
+
+    def metrics(self, theta):
+        return self.problem.pose_metrics(self.final_q(theta))
+
+    def solved(self, metrics):
+        return self.problem.solved(metrics)
+
+
+class MJXCubePush(_MJXProblem):
     """The same problem rolled out by MJX: ``problem``'s parametrization and loss, the
     scene of ``mjx_cube_push_xml`` with MuJoCo's default solver (Newton, 100
     iterations). MJX's solver loop is a ``while_loop``, which JAX's reverse mode
@@ -152,36 +178,19 @@ class MJXCubePush:
     of ``theta``, vmapped), which runs through the loop."""
 
     def __init__(self, problem: CubePushProblem):
-        import mujoco
-        from mujoco import mjx
-
-        self.problem, self._mjx = problem, mjx
-        self.mx = mjx.put_model(mujoco.MjModel.from_xml_string(mjx_cube_push_xml(problem)))
-        d = mjx.make_data(self.mx)
-        self.d0 = d.replace(qpos=jnp.asarray(np.asarray(problem.state0.q), d.qpos.dtype))
-
-    def initial_guess(self):
-        return self.problem.initial_guess()
+        super().__init__(problem, mjx_cube_push_xml(problem))
+        self.d0 = self.d0.replace(qpos=jnp.asarray(np.asarray(problem.state0.q), self.d0.qpos.dtype))
 
     def final_q(self, theta):
         def body(d, u):
             return self._mjx.step(self.mx, d.replace(ctrl=u)), None
         return jax.lax.scan(body, self.d0, self.problem.controls(theta))[0].qpos
 
-    def loss(self, theta):
-        return self.problem.pose_loss(self.final_q(theta), theta)
-
     def value_and_grad(self, theta):
         return self.loss(theta), jax.jacfwd(self.loss)(theta)
 
-    def metrics(self, theta):
-        return self.problem.pose_metrics(self.final_q(theta))
 
-    def solved(self, metrics):
-        return self.problem.solved(metrics)
-
-
-class MJXArmPush:
+class MJXArmPush(_MJXProblem):
     """``ArmPushProblem`` rolled out by MJX: the same MJCF text (``pusher_xml``), the
     same PD controller on MJX's ``qpos`` and ``qvel``, the same loss. As for the push,
     the gradient is forward mode, which runs through MJX's solver loop: one JVP per
@@ -189,15 +198,7 @@ class MJXArmPush:
     does, took over 16 GB to compile on this scene)."""
 
     def __init__(self, problem: ArmPushProblem):
-        import mujoco
-        from mujoco import mjx
-
-        self.problem, self._mjx = problem, mjx
-        self.mx = mjx.put_model(mujoco.MjModel.from_xml_string(problem.xml))
-        self.d0 = mjx.make_data(self.mx)
-
-    def initial_guess(self):
-        return self.problem.initial_guess()
+        super().__init__(problem, problem.xml)
 
     def final_q(self, theta):
         def body(d, target):
@@ -205,19 +206,10 @@ class MJXArmPush:
             return self._mjx.step(self.mx, d.replace(ctrl=ctrl)), None
         return jax.lax.scan(body, self.d0, self.problem.joint_targets(theta))[0].qpos
 
-    def loss(self, theta):
-        return self.problem.pose_loss(self.final_q(theta), theta)
-
     def value_and_grad(self, theta):
         basis = jnp.eye(theta.size, dtype=theta.dtype).reshape((theta.size,) + theta.shape)
         slopes = jax.lax.map(lambda t: jax.jvp(self.loss, (theta,), (t,))[1], basis)
         return self.loss(theta), slopes.reshape(theta.shape)
-
-    def metrics(self, theta):
-        return self.problem.pose_metrics(self.final_q(theta))
-
-    def solved(self, metrics):
-        return self.problem.solved(metrics)
 
 
 def _record(curve: list, iteration: int, wall: float, metrics, theta, loss) -> None:
