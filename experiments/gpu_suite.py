@@ -1,7 +1,7 @@
 """Every GPU benchmark in one command, beside MJX: one JSON and one markdown table.
 
     python experiments/gpu_suite.py                  # on a GPU machine (about an hour)
-    python experiments/gpu_suite.py --smoke          # tiny sizes, any machine (CI runs it)
+    python experiments/gpu_suite.py --smoke          # tiny sizes, any machine (pytest -m benchmark)
 
 Runs, each in its own process (a failure is recorded and the suite goes on):
 

@@ -34,15 +34,23 @@ EPISODE = 4  # env steps; env 0 is put one step before its episode's end
 # differences (contact rollouts' gradients: test_parameter_gradients.py)
 HEAVY = ("cube_push", "ant", "humanoid", "quadruped_walk", "go2_terrain")
 # the legged walk's optional observation and reward terms, checked in its contract run
+# (fall_margin puts the hinges' knees at 0.84 m and 1 deg, so that they act at the reset;
+# the speed cap is below the reset's speeds, so that it saturates)
 LEGGED_OPTIONS = dict(gait_period=0.8, heading_observation=True, height_reward_weight=2.0, upright_reward_weight=0.5,
-                      rock_cost_weight=100.0)
+                      rock_cost_weight=100.0, forward_speed_cap=0.01, fall_margin_weight=30.0,
+                      fall_margin=(0.34, 59.0))
 
 
-def _check_legged_options(env, s1):
-    """The gait clock and the world x axis in the trunk frame end the observation, and
-    the reward adds the posture terms of the trunk's height above the fall height, its
-    up axis' z (from its quaternion) and its squared roll and pitch rates (envs 1:
-    only, env 0 was reset after its step)."""
+def _hinge(x):
+    return 0.02 * np.logaddexp(0.0, x / 0.02)  # 0.02 softplus(x / 0.02)
+
+
+def _check_legged_options(env, s0, s1):
+    """The gait clock and the world x axis in the trunk frame end the observation; the
+    forward term is the capped ``c tanh(vx / c)`` of the trunk's x travel; the reward
+    adds the posture terms of the trunk's height above the fall height, its up axis' z
+    (from its quaternion), its squared roll and pitch rates and the fall-margin hinges
+    (envs 1: only, env 0 was reset after its step)."""
     ps = s1.pipeline_state
     phase = 2 * np.pi * np.asarray(ps.time) / LEGGED_OPTIONS["gait_period"]
     obs = np.asarray(s1.obs)
@@ -54,10 +62,19 @@ def _check_legged_options(env, s1):
     up_z = q[:, 3] ** 2 - q[:, 4] ** 2 - q[:, 5] ** 2 + q[:, 6] ** 2  # R[2, 2] of a unit (w, x, y, z)
     rock = np.sum(np.asarray(ps.v, np.float64)[1:, 3:5] ** 2, axis=-1)
     assert np.all(rock > 1e-4)  # the reset's velocity noise rocks the trunk: the term is seen
+    margin_height, margin_deg = LEGGED_OPTIONS["fall_margin"]
+    margin_up = np.cos(np.radians(60.0 - margin_deg))
+    hinges = _hinge(MIN_HEIGHT + margin_height - q[:, 2]) + _hinge(margin_up - up_z)
+    assert np.all(hinges > 1e-3)
     posture = (LEGGED_OPTIONS["height_reward_weight"] * (q[:, 2] - MIN_HEIGHT)
-               + LEGGED_OPTIONS["upright_reward_weight"] * up_z - LEGGED_OPTIONS["rock_cost_weight"] * rock)
+               + LEGGED_OPTIONS["upright_reward_weight"] * up_z - LEGGED_OPTIONS["rock_cost_weight"] * rock
+               - LEGGED_OPTIONS["fall_margin_weight"] * hinges)
     m = {k: np.asarray(v)[1:] for k, v in s1.metrics.items()}
     np.testing.assert_allclose(m["reward_posture"], posture, rtol=1e-5, atol=1e-5)
+    cap = LEGGED_OPTIONS["forward_speed_cap"]
+    vx = (q[:, 0] - np.asarray(s0.pipeline_state.q, np.float64)[1:, 0]) / float(env.dt)
+    assert np.max(np.abs(vx)) > 3 * cap  # saturated there: the linear term would differ
+    np.testing.assert_allclose(m["reward_forward"], cap * np.tanh(vx / cap), rtol=1e-4, atol=1e-6)
     total = m["reward_forward"] + m["reward_ctrl"] + m["reward_survive"] + m["reward_posture"]
     np.testing.assert_allclose(np.asarray(s1.reward)[1:], total, rtol=1e-5, atol=1e-5)
 
@@ -97,7 +114,7 @@ def test_task_contract_through_brax_wrappers(name):
     np.testing.assert_array_equal(np.asarray(s1.info["steps"]), [EPISODE, 1, 1])
     if legged:
         assert env.observation_size == jaxsim.envs.get(name).observation_size + 5
-        _check_legged_options(env, s1)
+        _check_legged_options(env, s0, s1)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.benchmark) if n in HEAVY else n
@@ -216,3 +233,14 @@ def test_apg_learns_to_balance_the_cartpole():
     _, _, curve = env_training.train(env, "cartpole", "apg", policy_updates=24, num_evals=2)
     assert curve.reward[0] < 160, curve.reward
     assert curve.reward[-1] > 185, curve.reward
+
+
+@pytest.mark.parametrize("option, message", [
+    (dict(gait_period=0.0), "gait_period must be positive"),
+    (dict(forward_speed_cap=-0.5), "forward_speed_cap must be positive"),
+    (dict(fall_margin=(0.1, 60.0)), r"fall_margin must be .* max_tilt_deg = 60"),
+    (dict(fall_margin=(0.0, 30.0)), "fall_margin must be"),
+])
+def test_legged_walk_refuses_bad_shaping_options(option, message):
+    with pytest.raises(ValueError, match=message):
+        jaxsim.envs.get("quadruped_walk", **option)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.envs.locomotion import LeggedWalk
+from jaxsim.envs.locomotion import LeggedWalk, split_shaping_options
 
 # m, trunk height below which the robot has fallen. Measured (float32, zero action
 # unless said, 2 s): standing on the plane 0.322 (0.390 on the patch); the deepest
@@ -50,9 +50,7 @@ class Go2Terrain(LeggedWalk):
     def __init__(self, timestep: float = 0.01, n_frames: int = 2, on_terrain: bool = True, dtype=jnp.float32,
                  action_scale: float = 0.25, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.04,
                  healthy_reward: float = 1.0, min_height: float | None = None, max_tilt_deg: float = 60.0,
-                 joint_noise: float = 0.05, velocity_noise: float = 0.05, gait_period: float | None = None,
-                 heading_observation: bool = False, height_reward_weight: float = 0.0,
-                 upright_reward_weight: float = 0.0, rock_cost_weight: float = 0.0, **options):
+                 joint_noise: float = 0.05, velocity_noise: float = 0.05, **options):
         """Args:
           timestep: s, the simulator step.
           n_frames: simulator steps per env step.
@@ -68,13 +66,13 @@ class Go2Terrain(LeggedWalk):
           max_tilt_deg: deg, trunk tilt beyond which the robot has fallen.
           joint_noise: rad, half width of the reset's joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
-          gait_period, heading_observation, height_reward_weight,
-          upright_reward_weight, rock_cost_weight: the optional observation blocks and
-            posture terms of ``jaxsim.envs.locomotion.LeggedWalk`` (all off by default).
-          **options: ``jaxsim.robots.go2_standing`` options (``kp``, ``kv``,
+          **options: the optional observation blocks and reward shapes of
+            ``jaxsim.envs.locomotion.LeggedWalk`` (``SHAPING_OPTIONS`` there; all off
+            by default), and ``jaxsim.robots.go2_standing`` options (``kp``, ``kv``,
             ``max_contacts``, ``max_hull_vertices``, ``contact``, ...).
         """
         from jaxsim import robots
+        shaping, options = split_shaping_options(options)
         sys, target = robots.go2_standing(timestep, terrain=True, dtype=dtype, **options)
         q = np.array(sys.qpos0)
         q[7:] = target  # the 12 hinges, in actuator order
@@ -85,6 +83,4 @@ class Go2Terrain(LeggedWalk):
         super().__init__(sys, n_frames, q, target, action_scale=action_scale,
                          forward_reward_weight=forward_reward_weight, ctrl_cost_weight=ctrl_cost_weight,
                          healthy_reward=healthy_reward, min_height=min_height, max_tilt_deg=max_tilt_deg,
-                         joint_noise=joint_noise, velocity_noise=velocity_noise, gait_period=gait_period,
-                         heading_observation=heading_observation, height_reward_weight=height_reward_weight,
-                         upright_reward_weight=upright_reward_weight, rock_cost_weight=rock_cost_weight)
+                         joint_noise=joint_noise, velocity_noise=velocity_noise, **shaping)

@@ -29,7 +29,18 @@ position servo.
   SHAC's differentiable-simulation benchmarks, and its roll and pitch rates ``wx,
   wy`` (rad/s, trunk frame), as in MuJoCo Playground's joystick tasks. The healthy
   reward is a step function of the state, so a gradient-based learner sees no cost
-  in falling until they are on.
+  in falling until they are on. Two more optional shapes, also off by default:
+
+  - ``forward_speed_cap`` (m/s) ``= c`` replaces ``vx`` in the forward term by
+    ``c tanh(vx / c)``: the same reward at low speed, saturating above ``c``, so that
+    running faster stops paying for less stable steps;
+  - ``fall_margin_weight`` ``= w`` subtracts ``w (h(z_m - z) + h(u_m - up_z))``, with
+    ``h(x) = s softplus(x / s)`` a smooth hinge of width ``s = 0.02`` (about 0 for
+    ``x < 0``, ``x`` beyond) and ``fall_margin = (dz, dtilt)`` placing its knees
+    ``z_m = min_height + dz`` and ``u_m = cos(max_tilt_deg - dtilt)``: a penalty that
+    is nil near standing and steep as the trunk nears the fall criteria (the walk
+    trajectory optimization's loss, ``jaxsim.trajopt.QuadrupedGaitProblem``), which
+    a gradient sees before the fall does.
 - Termination (``done = 1``): fallen, i.e. the trunk's height below ``min_height`` or
   its up axis tilted more than ``max_tilt_deg`` from the vertical; or a non-finite
   simulator state.
@@ -57,6 +68,24 @@ from jaxsim.types import JointType, Model
 PLACEMENT_MARGIN = 0.5  # m: the reset's collision query sees ground this far below the feet
 
 
+# LeggedWalk's optional observation blocks and reward shapes (all off by default): the
+# tasks built on it take them among their keyword options
+SHAPING_OPTIONS = ("gait_period", "heading_observation", "height_reward_weight", "upright_reward_weight",
+                   "rock_cost_weight", "forward_speed_cap", "fall_margin_weight", "fall_margin")
+FALL_MARGIN_WIDTH = 0.02  # m of height, or of up-axis z: the fall-margin hinges' smoothing width
+
+
+def _hinge(x: jax.Array) -> jax.Array:
+    """A smooth ``max(x, 0)``: ``s softplus(x / s)``, ``s = FALL_MARGIN_WIDTH``."""
+    return FALL_MARGIN_WIDTH * jax.nn.softplus(x / FALL_MARGIN_WIDTH)
+
+
+def split_shaping_options(options: dict) -> tuple[dict, dict]:
+    """(LeggedWalk's ``SHAPING_OPTIONS`` among ``options``, the other options)."""
+    shaping = {k: v for k, v in options.items() if k in SHAPING_OPTIONS}
+    return shaping, {k: v for k, v in options.items() if k not in SHAPING_OPTIONS}
+
+
 class LeggedWalk(PipelineEnv):
     """Walk forward (+x) on a legged robot without falling (module docstring)."""
 
@@ -65,7 +94,8 @@ class LeggedWalk(PipelineEnv):
                  max_tilt_deg: float = 60.0, joint_noise: float = 0.05, velocity_noise: float = 0.05,
                  gait_period: float | None = None, heading_observation: bool = False,
                  height_reward_weight: float = 0.0, upright_reward_weight: float = 0.0,
-                 rock_cost_weight: float = 0.0):
+                 rock_cost_weight: float = 0.0, forward_speed_cap: float | None = None,
+                 fall_margin_weight: float = 0.0, fall_margin: tuple[float, float] = (0.25, 30.0)):
         """Args:
           sys: the robot; its first joint the trunk's free joint (q[:7], v[:6]), its
             actuators position servos.
@@ -87,10 +117,17 @@ class LeggedWalk(PipelineEnv):
           height_reward_weight: reward per m of trunk height above ``min_height``.
           upright_reward_weight: reward per unit of the trunk up axis' world z.
           rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates.
+          forward_speed_cap: m/s, the speed at which the forward term saturates;
+            None (the default): linear in ``vx``.
+          fall_margin_weight: weight of the fall-margin hinges (per m of height, per
+            unit of up-axis z past their knees).
+          fall_margin: (m, deg), how far above ``min_height`` and below
+            ``max_tilt_deg`` the hinges' knees lie.
 
         Raises:
           ValueError: on a robot without a leading free joint, mis-sized standing
-            arrays, or a ``gait_period`` that is not positive.
+            arrays, a ``gait_period`` or ``forward_speed_cap`` that is not positive,
+            or a ``fall_margin`` outside (0, ...) x (0, max_tilt_deg).
         """
         super().__init__(sys, n_frames)
         if gait_period is not None and not float(gait_period) > 0:
@@ -100,6 +137,17 @@ class LeggedWalk(PipelineEnv):
         self._height_reward_weight = float(height_reward_weight)
         self._upright_reward_weight = float(upright_reward_weight)
         self._rock_cost_weight = float(rock_cost_weight)
+        if forward_speed_cap is not None and not float(forward_speed_cap) > 0:
+            raise ValueError(f"{type(self).__name__}: forward_speed_cap must be positive (m/s) or None, "
+                             f"got {forward_speed_cap}")
+        self._forward_speed_cap = None if forward_speed_cap is None else float(forward_speed_cap)
+        margin_height, margin_tilt = (float(x) for x in fall_margin)
+        if not (margin_height > 0 and 0 < margin_tilt < max_tilt_deg):
+            raise ValueError(f"{type(self).__name__}: fall_margin must be (m > 0, deg in (0, max_tilt_deg = "
+                             f"{max_tilt_deg})), got {fall_margin}")
+        self._fall_margin_weight = float(fall_margin_weight)
+        self._margin_height = float(min_height) + margin_height
+        self._margin_up = float(np.cos(np.radians(max_tilt_deg - margin_tilt)))
         topo = sys.topo
         if topo.njnt == 0 or JointType(topo.jnt_type[0]) != JointType.FREE or topo.jnt_qposadr[0] != 0:
             raise ValueError(f"{type(self).__name__}: the first joint must be the trunk's free joint")
@@ -141,12 +189,16 @@ class LeggedWalk(PipelineEnv):
         ps = self.pipeline_step(ps0, self.ctrl(action))
         vx = (ps.q[0] - ps0.q[0]) / self.dt
         done = (self.fallen(ps) | ps.nonfinite).astype(dtype)
-        forward = self._forward_reward_weight * vx
+        cap = self._forward_speed_cap
+        speed = vx if cap is None else cap * jnp.tanh(vx / cap)
+        forward = self._forward_reward_weight * speed
         ctrl_cost = self._ctrl_cost_weight * jnp.sum(action ** 2)
         survive = self._healthy_reward * (1.0 - done)
         posture = (self._height_reward_weight * (ps.q[2] - self._min_height)
                    + self._upright_reward_weight * self._up_z(ps)
-                   - self._rock_cost_weight * jnp.sum(ps.v[3:5] ** 2))  # trunk-frame roll, pitch rates
+                   - self._rock_cost_weight * jnp.sum(ps.v[3:5] ** 2)  # trunk-frame roll, pitch rates
+                   - self._fall_margin_weight * (_hinge(self._margin_height - ps.q[2])
+                                                 + _hinge(self._margin_up - self._up_z(ps))))
         reward = finite_or(forward - ctrl_cost + survive + posture).astype(dtype)
         # in place, as Brax's envs do: wrappers keep metrics of their own in the same dict
         state.metrics.update(reward_forward=finite_or(forward), reward_ctrl=finite_or(-ctrl_cost),

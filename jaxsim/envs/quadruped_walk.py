@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxsim.envs.locomotion import LeggedWalk
+from jaxsim.envs.locomotion import LeggedWalk, split_shaping_options
 
 # m, trunk centre height below which the robot has fallen. Measured (float32, dt = 50
 # ms, 2 s): standing at zero action 0.849; knees bent at full action (lower legs +1,
@@ -46,9 +46,7 @@ class QuadrupedWalk(LeggedWalk):
     def __init__(self, timestep: float = 0.05, dtype=jnp.float32, action_scale: float = 0.3,
                  forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.01, healthy_reward: float = 1.0,
                  min_height: float = MIN_HEIGHT, max_tilt_deg: float = 60.0, joint_noise: float = 0.05,
-                 velocity_noise: float = 0.05, gait_period: float | None = None,
-                 heading_observation: bool = False, height_reward_weight: float = 0.0,
-                 upright_reward_weight: float = 0.0, rock_cost_weight: float = 0.0, **options):
+                 velocity_noise: float = 0.05, **options):
         """Args:
           timestep: s, the simulator step and the env step (n_frames = 1).
           dtype: the model's float dtype.
@@ -60,18 +58,16 @@ class QuadrupedWalk(LeggedWalk):
           max_tilt_deg: deg, trunk tilt beyond which the robot has fallen.
           joint_noise: rad, half width of the reset's joint offsets.
           velocity_noise: std of the reset's velocities (m/s, rad/s).
-          gait_period, heading_observation, height_reward_weight,
-          upright_reward_weight, rock_cost_weight: the optional observation blocks and
-            posture terms of ``jaxsim.envs.locomotion.LeggedWalk`` (all off by default).
-          **options: ``jaxsim.quadruped.build`` / ModelBuilder options (``contact``,
-            ``implicit_pd``, ...).
+          **options: the optional observation blocks and reward shapes of
+            ``jaxsim.envs.locomotion.LeggedWalk`` (``SHAPING_OPTIONS`` there; all off
+            by default), and ``jaxsim.quadruped.build`` / ModelBuilder options
+            (``contact``, ``implicit_pd``, ...).
         """
         from jaxsim import quadruped
+        shaping, options = split_shaping_options(options)
         sys = quadruped.build(timestep, dtype=dtype, **options)
         # built standing: legs straight down, every servo target 0 (jaxsim.quadruped)
         super().__init__(sys, 1, sys.qpos0, jnp.zeros((sys.nu,), dtype), action_scale=action_scale,
                          forward_reward_weight=forward_reward_weight, ctrl_cost_weight=ctrl_cost_weight,
                          healthy_reward=healthy_reward, min_height=min_height, max_tilt_deg=max_tilt_deg,
-                         joint_noise=joint_noise, velocity_noise=velocity_noise, gait_period=gait_period,
-                         heading_observation=heading_observation, height_reward_weight=height_reward_weight,
-                         upright_reward_weight=upright_reward_weight, rock_cost_weight=rock_cost_weight)
+                         joint_noise=joint_noise, velocity_noise=velocity_noise, **shaping)
