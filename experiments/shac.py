@@ -2,7 +2,7 @@
 
     python experiments/shac.py TASK [--env KEY=VALUE ...] [--envs 32] [--horizon 32]
         [--iterations 300] [--episode-length 1000] [--actor-lr 2e-3] [--eval-every 20]
-        [--select mean|stochastic] [--max-minutes M] [--seed 0] [--tag SUFFIX] [--out DIR]
+        [--select mean|stochastic|speed] [--max-minutes M] [--seed 0] [--tag SUFFIX] [--out DIR]
     python experiments/shac.py TASK --policy results/shac_TASK_policy.pkl [--final-envs 32]
         [--final-steps 400]     # evaluate a saved policy only
 
@@ -40,7 +40,8 @@ Every ``--eval-every`` iterations the policy runs ``--eval-envs`` fresh episodes
 ``tanh(mu)``; for the legged tasks the script reports the trunk's mean forward speed
 (x travel over the evaluation time, a fallen robot's travel counted to its fall) and
 the share of episodes that fell. The policy of the best evaluation (highest return
-of the ``--select`` actions, the mean by default) is evaluated again at the end,
+of the ``--select`` actions, the mean by default; with ``speed``, the fastest mean
+actions among the evaluations with the fewest falls) is evaluated again at the end,
 both ways, on ``--final-envs`` other episodes of ``--final-steps`` steps.
 ``--max-minutes`` ends training at the first iteration past that wall time (the
 learning-rate decay still follows ``--iterations``). Writes ``shac_TASK.json``,
@@ -275,6 +276,15 @@ class SHAC:
                     min_speed=jnp.min(x - x0) / (steps * self.env.dt), fell=jnp.mean(1.0 - alive))
 
 
+def _selection_key(evaluation: dict, select: str) -> tuple:
+    """What ``--select`` maximizes over the evaluations: the return of the
+    stochastic or the mean actions, or (``speed``) the mean actions' forward speed
+    among the evaluations with the fewest falls."""
+    if select == "speed":
+        return -evaluation["mean"]["fell"], evaluation["mean"]["speed"]
+    return (evaluation[select]["episode_return"],)
+
+
 def _parse_env_kwargs(items: list[str]) -> dict[str, Any]:
     kwargs = {}
     for item in items:
@@ -292,10 +302,10 @@ def train(task: str, env_kwargs: dict, config: Config, seed: int, eval_every: in
           eval_steps: int, final_envs: int, final_steps: int, select: str = "mean", max_minutes: float = 0.0,
           log=print) -> dict:
     """Runs SHAC on ``task``; returns the record written to JSON. The policy of the
-    evaluation with the highest return of its ``select`` ("mean" or "stochastic")
-    actions is kept and evaluated once more at the end, on ``final_envs`` other
-    episodes of ``final_steps`` steps. Training stops early once ``max_minutes``
-    (if positive) have passed; the record's ``policy`` is the kept policy."""
+    best evaluation by ``select`` (``_selection_key``) is kept and evaluated once
+    more at the end, on ``final_envs`` other episodes of ``final_steps`` steps.
+    Training stops early once ``max_minutes`` (if positive) have passed; the
+    record's ``policy`` is the kept policy."""
     env = jaxsim.envs.get(task, **env_kwargs)
     learner = SHAC(env, config)
     key = jax.random.PRNGKey(seed)
@@ -314,7 +324,7 @@ def train(task: str, env_kwargs: dict, config: Config, seed: int, eval_every: in
             e[mode] = {k: float(v) for k, v in figures.items()}
         e.update(iteration=it, env_steps=it * steps_per_iteration, wall_s=time.perf_counter() - start)
         evals.append(e)
-        if not best or e[select]["episode_return"] > best["eval"][select]["episode_return"]:
+        if not best or _selection_key(e, select) > _selection_key(best["eval"], select):
             best.update(eval=e, policy=dict(actor=ts["actor"], norm=ts["norm"]))
         log(f"eval  it {it:4d}  env-steps {e['env_steps']:8d}  {e['wall_s']:7.1f} s  " + "  |  ".join(
             f"{mode}: return {f['episode_return']:7.1f} speed {f['speed']:6.3f} m/s (min {f['min_speed']:6.3f})"
@@ -394,8 +404,9 @@ def main():
     parser.add_argument("--eval-steps", type=int, default=200)
     parser.add_argument("--final-envs", type=int, default=32)
     parser.add_argument("--final-steps", type=int, default=400)
-    parser.add_argument("--select", choices=("mean", "stochastic"), default="mean",
-                        help="which evaluation's return picks the policy evaluated at the end")
+    parser.add_argument("--select", choices=("mean", "stochastic", "speed"), default="mean",
+                        help="what picks the policy evaluated at the end: the return of the stochastic or the mean "
+                             "actions, or the mean actions' speed among the evaluations with the fewest falls")
     parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this wall time")
     parser.add_argument("--policy", help="a saved policy (.pkl) to evaluate instead of training")
     parser.add_argument("--tag", default="", help="suffix of the output files' names")

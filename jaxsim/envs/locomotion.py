@@ -114,7 +114,10 @@ class LeggedWalk(PipelineEnv):
           gait_period: s, the period of the gait clock appended to the observation;
             None (the default) leaves it out.
           heading_observation: append the world x axis in the trunk frame.
-          height_reward_weight: reward per m of trunk height above ``min_height``.
+          height_reward_weight: reward per m of trunk height above ``min_height``
+            (unbounded above: a policy can collect it by rearing up, the front of
+            the trunk raised, which ends in a fall past ``max_tilt_deg``; the
+            fall-margin hinges penalize a low trunk without paying for a high one).
           upright_reward_weight: reward per unit of the trunk up axis' world z.
           rock_cost_weight: cost per (rad/s)^2 of the trunk's roll and pitch rates.
           forward_speed_cap: m/s, the speed at which the forward term saturates;
