@@ -35,6 +35,17 @@ def safe_norm(v: Array, axis: int = -1) -> Array:
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
 
 
+def capped_scale(size: Array, cap: Array) -> Array:
+    """``min(1, cap / size)``: the factor that shrinks a vector of norm ``size`` (>= 0) to
+    at most ``cap`` (> 0, possibly inf), with finite derivatives everywhere. Written as
+    ``min(1, cap / max(size, tiny))`` its forward-mode derivative is NaN where the cap
+    does not act: the division's derivative multiplies a zero tangent by ``cap /
+    tiny**2``, which overflows (or is ``inf`` for an infinite cap), and ``0 * inf`` is
+    NaN; here the division only runs where ``size > cap``."""
+    over = size > cap
+    return jnp.where(over, cap / jnp.where(over, size, 1.0), 1.0)
+
+
 def normalize(v: Array, axis: int = -1) -> Array:
     """``v / |v|``; the zero vector maps to the zero vector with finite gradients."""
     n = safe_norm(v, axis=axis)

@@ -222,6 +222,28 @@ def test_check_grads_one_contact_step():
     check_grads_rev(f, (s0.q, s0.v), atol=1e-5, rtol=1e-5, eps=1e-7)  # check_grads(order 1, rev), one compile
 
 
+@pytest.mark.parametrize("contact, dtype", [("rigid", jnp.float64), ("relaxed", jnp.float32)])
+def test_forward_and_reverse_mode_agree_on_a_resting_step(contact, dtype):
+    """The Jacobian of a step in the positions and velocities, by forward mode
+    (``jacfwd``: what a Jacobian-based optimizer or a JVP uses) and by reverse mode, on
+    the cube resting on its four corners, where the tangential position correction is
+    zero (a rigid contact's cap is infinite; a fresh relaxed contact has not drifted):
+    both finite and equal."""
+    model = scenes.cube(height=0.05, dtype=dtype, contact=contact)
+    s0 = jax.jit(jaxsim.step)(model, jaxsim.make_state(model))
+    assert int(s0.contact.active.sum()) == 4
+
+    def f(q, v):
+        s = jaxsim.step(model, s0.replace(q=q, v=v))
+        return jnp.concatenate([s.q, s.v])
+    fwd, rev = jax.jit(lambda q, v: (jax.jacfwd(f, (0, 1))(q, v), jax.jacrev(f, (0, 1))(q, v)))(s0.q, s0.v)
+    fwd, rev = (np.concatenate([np.asarray(a) for a in j], 1) for j in (fwd, rev))
+    assert np.isfinite(fwd).all() and np.isfinite(rev).all()
+    # float32: the two modes round the implicit QP adjoint's solves differently
+    np.testing.assert_allclose(fwd, rev, atol=3e-3 if dtype == jnp.float32 else 1e-12)
+    assert np.abs(fwd).max() > 0.5
+
+
 @pytest.mark.benchmark  # a 300-step gradient; the default suite: test_parameter_gradients.py (its initial vx)
 def test_final_position_gradient_matches_finite_differences():
     model = sliding_model()

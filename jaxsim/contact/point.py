@@ -251,9 +251,12 @@ def corrections(model: Model, contacts: Contacts, d: Array, rows: Rows, slipping
     correct = common.pushed_out(stiffness, cap)
     push = common.contact_targets(contacts.depth, dt, correct)
     drift = math.safe_norm(d[:, 1:])
-    excess = jnp.maximum(drift - DRIFT_TOLERANCE, 0.0) / jnp.maximum(drift, 1e-30)
+    # (drift - tol) / drift beyond the tolerance, 0 within it (no division by a zero
+    # drift, which would make forward-mode derivatives NaN: math.capped_scale)
+    beyond = drift > DRIFT_TOLERANCE
+    excess = jnp.where(beyond, (drift - DRIFT_TOLERANCE) / jnp.where(beyond, drift, 1.0), 0.0)
     tangential = stiffness * excess[:, None] * d[:, 1:]
-    tangential = tangential * jnp.minimum(1.0, cap / jnp.maximum(math.safe_norm(tangential), 1e-30))[:, None]
+    tangential = tangential * math.capped_scale(math.safe_norm(tangential), cap)[:, None]
     tangential = jnp.where(slipping[:, None], 0.0, tangential)
     return jnp.concatenate([-push[:, None], tangential], -1), -common.limit_targets(rows, dt, correct)
 

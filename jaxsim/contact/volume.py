@@ -161,7 +161,7 @@ def _targets(model: Model, problem: Problem):
         shift = jnp.maximum(SLIVER - depth, 0.0)
         twist = twist.at[0].add(-0.5 * p.contact_rate * shift)
         cap = p.max_depenetration_speed
-        twist = twist * jnp.minimum(1.0, cap / jnp.maximum(twist[0], 1e-30))
+        twist = twist * math.capped_scale(jnp.maximum(twist[0], 0.0), cap)
         speculative = jnp.zeros(6, twist.dtype).at[0].set(depth / dt)
         twist = jnp.where((depth < 0) | ~valid, speculative, twist)
         return (twist,) + _section(poly, poly.centroid, normal, frame, pos)
