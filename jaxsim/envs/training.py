@@ -65,6 +65,11 @@ HYPERPARAMETERS: dict[str, dict[str, tuple[dict, tuple]]] = {
         # Brax's published ant settings, scaled from 4,096 envs on an accelerator to a CPU
         "ppo": (dict(_PPO_ON_CPU, num_timesteps=5_000_000, episode_length=1000, unroll_length=5,
                      entropy_cost=1e-2, reward_scaling=10.0), _BRAX_NETWORKS),
+        # as tried: the quadruped's APG settings (experiments/apg_gradients.py measures
+        # why the ant's rollout gradients explode past a few dozen steps)
+        "apg": (dict(episode_length=1000, policy_updates=100, horizon_length=32, num_envs=16, num_evals=6,
+                     learning_rate=2e-3, max_gradient_norm=1.0, normalize_observations=True, num_eval_envs=16,
+                     deterministic_eval=True), ((256, 128), None)),
     },
     "humanoid": {
         # Brax's published humanoid settings, scaled from 2,048 envs to a CPU
