@@ -5,6 +5,8 @@
         [--select mean|stochastic|speed] [--max-minutes M] [--seed 0] [--tag SUFFIX] [--out DIR]
     python experiments/shac.py TASK --policy results/shac_TASK_policy.pkl [--final-envs 32]
         [--final-steps 400]     # evaluate a saved policy only
+    python experiments/shac.py TASK --against results/shac_TASK.json results/train_TASK_ppo.json
+                                # the two runs' evaluation returns in one plot
 
 SHAC is the method of Xu, Makoviychuk, Narang, Ramos, Matusik, Garg and Macklin,
 "Accelerated Policy Learning with Parallel Differentiable Simulation" (ICLR 2022).
@@ -391,6 +393,29 @@ def plot(record: dict, path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def plot_against(record: dict, other: dict, path: str) -> None:
+    """SHAC's evaluation return (mean actions) beside another agent's (a JSON of
+    ``experiments/train.py``: Brax's deterministic evaluations), against env-steps and
+    wall time. Like for like when both ran the same task keywords and episode length."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    evals, curve = record["evals"], other["curve"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, x, label in ((axes[0], "env_steps", "training env-steps"), (axes[1], "wall_s", "wall time (s)")):
+        ax.plot([e[x] for e in evals], [e["mean"]["episode_return"] for e in evals], "o-",
+                label=f"SHAC ({record['config']['envs']} envs)")
+        ax.plot(curve[x], curve["reward"], "s-",
+                label=f"{other['agent'].upper()} ({other['settings']['num_envs']} envs)")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"evaluation return ({record['eval_steps']}-step episodes)")
+    axes[0].legend()
+    fig.suptitle(f"{record['task']}: SHAC against {other['agent'].upper()}, deterministic evaluations")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("task")
@@ -409,12 +434,23 @@ def main():
                              "actions, or the mean actions' speed among the evaluations with the fewest falls")
     parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this wall time")
     parser.add_argument("--policy", help="a saved policy (.pkl) to evaluate instead of training")
+    parser.add_argument("--against", nargs=2, metavar=("SHAC_JSON", "TRAIN_JSON"),
+                        help="plot a SHAC run's evaluation returns beside a train.py run's, then exit")
     parser.add_argument("--tag", default="", help="suffix of the output files' names")
     parser.add_argument("--out", default=RESULTS)
     args = parser.parse_args()
     use_fast_cpu_compile()
     config = Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Config) if hasattr(args, f.name)})
     log = lambda s: print(s, flush=True)  # noqa: E731
+    if args.against:
+        records = []
+        for path in args.against:
+            with open(path) as f:
+                records.append(json.load(f))
+        out = os.path.splitext(args.against[0])[0] + f"_vs_{records[1]['agent']}.png"
+        plot_against(records[0], records[1], out)
+        print(f"wrote {out}")
+        return
     if args.policy:
         with open(args.policy, "rb") as f:
             saved = pickle.load(f)
