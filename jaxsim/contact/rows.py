@@ -89,6 +89,7 @@ class RowLayout(NamedTuple):
         return len(self.body)
 
 
+
 @functools.lru_cache(maxsize=64)
 def row_layout(topo: Topology) -> RowLayout:
     limited = lambda kinds: np.asarray([j for j in range(topo.njnt) if topo.jnt_limited[j]  # noqa: E731
@@ -105,6 +106,18 @@ def row_layout(topo: Topology) -> RowLayout:
                            np.zeros(len(tendons) + len(friction) + len(servos), np.int32)]).astype(np.int32)
     return RowLayout(ids, np.asarray(topo.jnt_qposadr, np.int32)[ids], np.asarray(topo.jnt_dofadr, np.int32)[ids],
                      balls, tendons, friction, servos, body)
+
+
+def servo_row_indices(topo: Topology, nr: int) -> tuple[np.ndarray, bool]:
+    """Indices, among a problem's ``nr`` rows, of the implicit-PD rows, and whether any
+    of them has a force limit (bounds on its impulse): a QP minimises these rows out
+    exactly before iterating (``qp.solve(eliminate=, check_bounds=)``). Empty where
+    the problem does not hold every row."""
+    lay = row_layout(topo)
+    if nr != lay.n:
+        return np.zeros((0,), np.int32), False
+    limited = np.asarray(topo.actuator_forcelimited, bool)[lay.actuators]
+    return np.arange(lay.n - len(lay.actuators), lay.n, dtype=np.int32), bool(limited.any())
 
 
 def _limit_rows(model: Model, lay: RowLayout, q: Array, v_free: Array) -> Rows:
