@@ -62,6 +62,29 @@ def local_problem(seed):
     return Wp, qp, mup
 
 
+def random_jacobian_problem(seed):
+    """Contacts with random Jacobians: 1-8 contacts on 6-30 dof (W rank-deficient
+    where the 3 m rows outnumber the dof: a third of them), masses 1-1000, mu in [0.1,
+    1.5], normal rows shifted so that one velocity separates every contact (a
+    solution exists), free velocities in J's range plus normal noise. Padded to M
+    contacts as ``local_problem``."""
+    rng = np.random.default_rng(seed)
+    m, nv = int(rng.integers(1, M + 1)), int(rng.integers(6, 31))
+    J = rng.standard_normal((3 * m, nv))
+    mu = rng.uniform(0.1, 1.5, m)
+    v0 = rng.standard_normal(nv)
+    u0 = (J @ v0).reshape(m, 3)
+    short = mu * np.linalg.norm(u0[:, 1:], axis=1) + 0.1 * np.linalg.norm(v0) - u0[:, 0]
+    J[0::3] += np.maximum(short, 0.0)[:, None] * v0[None] / (v0 @ v0)
+    Minv = np.diag(10 ** rng.uniform(-3, 0, nv))
+    W = J @ Minv @ J.T
+    q = J @ (rng.standard_normal(nv) * np.sqrt(np.diag(Minv))) * rng.uniform(0.1, 3)
+    q[0::3] += rng.normal(size=m) * rng.uniform(0.1, 2) * np.sqrt(np.diag(W)[0::3])
+    Wp, qp, mup = np.eye(3 * M), np.tile([1.0, 0, 0], M), np.full(M, 0.5)
+    Wp[:3 * m, :3 * m], qp[:3 * m], mup[:m] = 0.5 * (W + W.T), q, mu
+    return Wp, qp, mup
+
+
 def coulomb_residual(W, q, mu, r):
     """Siconos' normalised natural-map residual ``||r - P_K(r - uh)|| / (1 + ||q||)``
     of impulses ``r`` on a contacts-only problem, recomputed here in NumPy (independent
@@ -82,9 +105,10 @@ def coulomb_residual(W, q, mu, r):
 @pytest.fixture(scope="module")
 def residuals():
     """Natural-map residuals (``coulomb_residual``) of the three methods' impulses on 200
-    random problems (solved under ``lax.map``: each problem's loop stops at its own
-    convergence, as under vmap it would not)."""
-    W, q, mu = map(np.stack, zip(*[local_problem(s) for s in range(200)]))
+    stacked-body problems then 200 random-Jacobian ones (solved under ``lax.map``: each
+    problem's loop stops at its own convergence, as under vmap it would not)."""
+    problems = [local_problem(s) for s in range(200)] + [random_jacobian_problem(s) for s in range(200)]
+    W, q, mu = map(np.stack, zip(*problems))
 
     def three(problem):
         out = []
@@ -94,21 +118,23 @@ def residuals():
             out.append(r)
         return jnp.stack(out)
 
-    r = np.asarray(jax.jit(lambda *p: jax.lax.map(three, p))(W, q, mu))  # (200, 3, n)
-    return np.array([[coulomb_residual(W[i], q[i], mu[i], r[i, k]) for k in range(3)] for i in range(200)])
+    r = np.asarray(jax.jit(lambda *p: jax.lax.map(three, p))(W, q, mu))  # (400, 3, n)
+    return np.array([[coulomb_residual(W[i], q[i], mu[i], r[i, k]) for k in range(3)] for i in range(len(q))])
 
 
-def test_exact_reaches_1e_8_on_200_random_problems(residuals):
-    """Exact Coulomb, with its defaults, below 1e-8 on every problem (the restart at
-    half of ``max_iter`` sweeps: without it, 2 of these 200 end above 1e-8, at up to
-    0.24).
+def test_exact_reaches_1e_8_on_400_random_problems(residuals):
+    """Exact Coulomb, with its defaults, below 1e-8 on every problem of both kinds (the
+    restart at half of ``max_iter`` sweeps: without it, 2 of the first 200 end above
+    1e-8, at up to 0.24). On larger sets with the defaults: 2,997 of 3,000 stacked-body
+    problems and 597 of 600 random-Jacobian ones.
+    On the 200 stacked-body problems:
     Anitescu-Tasora and Nakaoka are not
     Coulomb's law. Measured (percentiles 10 / 50 / 90 / 100): the cone QP 6e-3 / 6e-2
     / 0.18 / 1.0 (a sliding contact's spurious normal velocity mu |u_T|); Nakaoka's
     100 sweeps 0 / 9e-3 / 5e-2 / 0.17. The test states that they are far from zero on most problems."""
     exact, at, nakaoka = residuals.T
     assert exact.max() < 1e-8, np.flatnonzero(exact >= 1e-8)
-    for name, r in (("anitescu-tasora", at), ("nakaoka", nakaoka)):
+    for name, r in (("anitescu-tasora", at[:200]), ("nakaoka", nakaoka[:200])):
         q = np.percentile(r, [10, 50, 90, 100])
         print(f"{name}: residual percentiles 10/50/90/100: {q}")
         assert q[1] > 1e-4 and q[3] < 2.0, (name, q)
