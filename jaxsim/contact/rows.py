@@ -89,7 +89,6 @@ class RowLayout(NamedTuple):
         return len(self.body)
 
 
-
 @functools.lru_cache(maxsize=64)
 def row_layout(topo: Topology) -> RowLayout:
     limited = lambda kinds: np.asarray([j for j in range(topo.njnt) if topo.jnt_limited[j]  # noqa: E731
