@@ -319,13 +319,15 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
     return r
 
 
-def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0) -> tuple[Array, qp.Stats]:
+def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0,
+             eliminate: tuple = ((), False)) -> tuple[Array, qp.Stats]:
     """The convex cone QP ``min 1/2 r^T W r + q^T r`` over the cones and the rows'
-    intervals (the shared solver; its bounds cover every variable, cones ignore theirs)."""
+    intervals (the shared solver; its bounds cover every variable, cones ignore theirs;
+    ``eliminate``: its rows minimised out first, and whether to check their bounds)."""
     pad = jnp.zeros((3 * p.mu.shape[0],), q.dtype)
     bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
     return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]),
-                    smoothing=smoothing)
+                    smoothing=smoothing, eliminate=eliminate[0], check_bounds=eliminate[1])
 
 
 def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int) -> tuple[Array, Array]:
@@ -454,7 +456,8 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
 def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
           start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
-          start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0) -> tuple[Array, Array, Stats]:
+          start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0, eliminate: tuple[int, ...] = (),
+          check_bounds: bool = False) -> tuple[Array, Array, Stats]:
     """Solve one frictional contact problem (module docstring).
 
     Args:
@@ -478,6 +481,9 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
         blended over this speed, as an impulse through each contact's ``rho``:
         ``_clamp``, ``_disk``; ``anitescu-tasora``: ``qp.solve``'s). The solution is unchanged; 0
         gives the exact derivative. ``nakaoka``, differentiated as it runs, has none.
+      eliminate, check_bounds: ``anitescu-tasora`` only: rows (indices among all n
+        variables, after the contacts) that the QP minimises out before iterating,
+        and whether their bounds are checked after (``qp.solve``'s; servo rows).
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
@@ -496,13 +502,14 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
         raise ValueError("friction.solve: method 'nakaoka' is differentiated through its sweeps and has no "
                          f"gradient smoothing; got smoothing={smoothing}")
     return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, method,
-                  int(max_iter), int(start_passes), int(start_iterations))
+                  int(max_iter), int(start_passes), int(start_iterations),
+                  (tuple(int(i) for i in eliminate), bool(check_bounds)))
 
 
-@functools.partial(jax.jit, static_argnums=(9, 10, 11, 12))
+@functools.partial(jax.jit, static_argnums=(9, 10, 11, 12, 13))
 @full_precision
 def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoothing, method: str, max_iter: int,
-           start_passes: int, start_iterations: int) -> tuple[Array, Array, Stats]:
+           start_passes: int, start_iterations: int, eliminate: tuple) -> tuple[Array, Array, Stats]:
     n = q.shape[-1]
     dtype = jnp.result_type(W.dtype, q.dtype)
     W, q, mu = W.astype(dtype), q.astype(dtype), mu.astype(dtype)
@@ -515,7 +522,7 @@ def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoo
         r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, smoothing, max_iter, (start_passes, start_iterations))
         stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":
-        r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing)
+        r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing, eliminate)
         stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
     else:
         r = _nakaoka(p, r0, max_iter)
