@@ -51,11 +51,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxsim.contact import common
 from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import servo_row_indices, soft_target
+from jaxsim.contact.rows import servo_elimination, soft_target
 from jaxsim.solver import friction
 from jaxsim.types import Model, pytree_dataclass
 
@@ -116,12 +115,12 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
         tol, max_iter = opt.solver_tol, opt.solver_iterations
     else:
         tol, max_iter = jnp.maximum(p.sweep_tol, 100 * eps), p.sweeps
-    servos, limited = servo_row_indices(model.topo, problem.nr) if p.solver == "anitescu-tasora" else ((), False)
+    servos = servo_elimination(model.topo, problem.nr, 3 * problem.m) if p.solver == "anitescu-tasora" else {}
     r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=common.warm_start(problem),
                               lower=rows.lower, upper=rows.upper, start_passes=p.start_passes,
                               start_tol=opt.solver_tol, start_iterations=opt.solver_iterations,
                               smoothing=0.0 if p.solver == "nakaoka" else opt.gradient_smoothing,
-                              eliminate=tuple(3 * problem.m + np.asarray(servos, int)), check_bounds=limited)
+                              **servos)
     return Solution(jnp.where(on, r, 0.0), (), common.as_stats(st))
 
 

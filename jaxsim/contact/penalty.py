@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jaxsim.contact import common
 from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
 from jaxsim.contact.penalty_forces import slot_impulses
-from jaxsim.contact.rows import servo_row_indices
+from jaxsim.contact.rows import servo_elimination
 from jaxsim.solver import qp
 from jaxsim.types import Model, pytree_dataclass
 
@@ -53,10 +53,9 @@ def solve(model: Model, problem: Problem, carry: PenaltyCarry) -> Solution:
     A_rows = common.add_diagonal(space.A[3 * m:, 3 * m:], jnp.zeros((0,), space.b.dtype), rows)
     problem_qp = qp.QP(A_rows, jnp.where(rows.active, b_rows - target, 0.0), rows.lower,
                        rows.upper, jnp.zeros((0,), space.b.dtype))
-    servos, limited = servo_row_indices(model.topo, nr)
     x, st = qp.solve(problem_qp, jnp.zeros((nr,), space.b.dtype), opt.solver_tol,
                      max_iter=opt.solver_iterations, adjoint=opt.adjoint, smoothing=opt.gradient_smoothing,
-                     eliminate=tuple(servos), check_bounds=limited)
+                     **servo_elimination(model.topo, nr))
     x = jnp.where(rows.active, x, 0.0)
     return Solution(jnp.concatenate([df.reshape(-1), x]), carry, common.merge_stats(stats, st))
 

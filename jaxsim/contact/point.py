@@ -91,7 +91,7 @@ import numpy as np
 from jaxsim import math
 from jaxsim.contact import common
 from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import Rows, row_layout, servo_row_indices
+from jaxsim.contact.rows import Rows, row_layout, servo_elimination
 from jaxsim.contact.space import ContactSpace
 from jaxsim.kinematics import plan
 from jaxsim.solver import qp
@@ -297,11 +297,10 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
     c = space.b + jnp.concatenate([jnp.where(active[:, None], correction, 0.0).reshape(-1),
                                    jnp.where(problem.rows.active, row_correction, 0.0)])
     problem_qp = _relaxed_qp(model, problem, c, mu)
-    servos, limited = servo_row_indices(model.topo, problem.nr)
+    servos = servo_elimination(model.topo, problem.nr, 3 * m)
     solve_qp = lambda pr, x0, skip=None: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
                                                   block=(3, m), adjoint=opt.adjoint, skip=skip,
-                                                  smoothing=opt.gradient_smoothing, eliminate=tuple(3 * m + servos),
-                                                  check_bounds=limited)
+                                                  smoothing=opt.gradient_smoothing, **servos)
     x1, stats1 = solve_qp(problem_qp, common.warm_start(problem))
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided

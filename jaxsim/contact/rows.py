@@ -107,16 +107,17 @@ def row_layout(topo: Topology) -> RowLayout:
                      balls, tendons, friction, servos, body)
 
 
-def servo_row_indices(topo: Topology, nr: int) -> tuple[np.ndarray, bool]:
-    """Indices, among a problem's ``nr`` rows, of the implicit-PD rows, and whether any
-    of them has a force limit (bounds on its impulse): a QP minimises these rows out
-    exactly before iterating (``qp.solve(eliminate=, check_bounds=)``). Empty where
-    the problem does not hold every row."""
+def servo_elimination(topo: Topology, nr: int, offset: int = 0) -> dict:
+    """``qp.solve``'s ``eliminate`` and ``check_bounds`` for a QP holding a problem's
+    ``nr`` rows after ``offset`` contact variables: the implicit-PD rows, minimised out
+    exactly before iterating, their bounds checked after where any servo has a force
+    limit. Nothing to eliminate where the problem does not hold every row."""
     lay = row_layout(topo)
     if nr != lay.n:
-        return np.zeros((0,), np.int32), False
+        return {"eliminate": (), "check_bounds": False}
     limited = np.asarray(topo.actuator_forcelimited, bool)[lay.actuators]
-    return np.arange(lay.n - len(lay.actuators), lay.n, dtype=np.int32), bool(limited.any())
+    first = offset + lay.n - len(lay.actuators)
+    return {"eliminate": tuple(range(first, offset + lay.n)), "check_bounds": bool(limited.any())}
 
 
 def _limit_rows(model: Model, lay: RowLayout, q: Array, v_free: Array) -> Rows:

@@ -53,7 +53,7 @@ import numpy as np
 from jaxsim import math
 from jaxsim.contact import common
 from jaxsim.contact.interface import ContactModel, Problem, Solution, param, register
-from jaxsim.contact.rows import servo_row_indices
+from jaxsim.contact.rows import servo_elimination
 from jaxsim.contact.space import block_diagonal
 from jaxsim.solver import qp
 from jaxsim.types import Model, SolverStats, pytree_dataclass
@@ -185,13 +185,12 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
         x, change = _pgs(H, g, lower, upper, mu, x0, p.sweeps)
         stats = SolverStats(jnp.asarray(p.sweeps, jnp.int32), change)
     else:
-        servos, limited = servo_row_indices(model.topo, nr)
+        servos = servo_elimination(model.topo, nr, 3 * m)
 
         def qp_solve(g_, x0, skip=None):
             return qp.solve(qp.QP(H, g_, lower, upper, mu), x0, opt.solver_tol, max_iter=opt.solver_iterations,
                             block=(3, m), adjoint=opt.adjoint, cone="box", skip=skip,
-                            smoothing=opt.gradient_smoothing, eliminate=tuple(3 * m + servos),
-                            check_bounds=limited)
+                            smoothing=opt.gradient_smoothing, **servos)
 
         def shift(x_):
             """De Saxce's ``mu |v_y|`` on the normal target of sliding slots."""
