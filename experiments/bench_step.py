@@ -82,7 +82,8 @@ jaxsim's own Cholesky before it moved to ``jaxsim.linalg``). So with ``auto`` MJ
 stock at batch 1 (one matrix per call: no split, no deadlock) and, at batch > 1, with
 its ``cho_factor``/``cho_solve`` calls traced as ``jaxsim.linalg``'s plain-JAX ones
 (same math, same Newton solver). At batch 1 MJX is then timed both ways, so the cost
-or gain of that substitution is printed (``MJX plain-Cholesky``). ``lapack``: stock
+or gain of that substitution is printed (``MJX plain-Cholesky``). Off the CPU ``auto``
+is stock MJX everywhere (the GPU's batched Cholesky has no such pool). ``lapack``: stock
 MJX everywhere (may hang on small CPUs); ``plain``: substituted everywhere.
 
 If MJX rejects a scene (or a call fails), the reason is printed and stored and only
@@ -182,7 +183,7 @@ def mjx_cholesky(plain: bool):
 
 
 def mjx_plain(mode: str, batch: int) -> bool:
-    return mode == "plain" or (mode == "auto" and batch > 1)
+    return mode == "plain" or (mode == "auto" and batch > 1 and jax.default_backend() == "cpu")
 
 
 def jaxsim_steps(model, steps: int, chunk: int | None = None, mesh=None):
@@ -571,7 +572,8 @@ def main() -> None:
     print(f"\n(steps/s = batch * {a.steps} steps * calls / s; ratio > 1: jaxsim faster; "
           f"C = MuJoCo mj_step, batch 1; active/env: jaxsim active contact slots per env "
           f"after one call; MJX Cholesky: --mjx-cholesky {a.mjx_cholesky}"
-          + (" = stock LAPACK at batch 1, jaxsim.linalg plain JAX at batch > 1" if a.mjx_cholesky == "auto" else "")
+          + (" = stock LAPACK at batch 1, jaxsim.linalg plain JAX at batch > 1"
+             if a.mjx_cholesky == "auto" and jax.default_backend() == "cpu" else "")
           + ")\n")
     print_iterations(iters)
     print(f"\n(iteration run: {a.iter_steps} steps x {a.iter_batch} envs; jaxsim: contact QP "
