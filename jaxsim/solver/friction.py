@@ -234,6 +234,7 @@ def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None =
 
 
 SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisection
+SLIDE_BRACKETS = 2  # sign changes of those that are bisected
 BISECTIONS = {4: 20, 8: 40}  # per itemsize: slip-angle bracket 2 pi / 64 / 2^k ends at 9e-8 rad (f32), 9e-14 (f64)
 PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
@@ -246,9 +247,13 @@ def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
     r_n e`` with the slip ``u_T`` along ``e = (cos t, sin t)``. With ``d = (1, -mu e)``
     and ``a = Wi d``, ``u_n = 0`` gives ``r_n = -qi_n / a_n``, and ``u_T`` along ``e``
     is ``G(t) = e x (a_n qi_T - qi_n a_T) = 0`` (``u_T`` times ``a_n``: no pole where
-    ``a_n`` crosses zero), valid where ``a_n > 0`` and the slip is along ``+e``. Every
-    sign change of G on a grid of ``SLIDE_GRID`` angles is bisected at once; the first
-    valid root is taken. Returns (r (3,), found)."""
+    ``a_n`` crosses zero), valid where ``a_n > 0`` and the slip is along ``+e``. G is
+    sampled on a grid of ``SLIDE_GRID`` angles; of its sign changes, the
+    ``SLIDE_BRACKETS`` most likely to hold a valid root (valid at both grid ends, then
+    at one, then the first) are bisected at once, and the first valid root is taken.
+    Roots come in pairs, slip along ``+e`` and along ``-e``, and the validity of the
+    slip direction does not change within a grid cell away from ``u_T = 0``, so the
+    grid's ends tell the valid bracket apart. Returns (r (3,), found)."""
     def at(theta):
         e = jnp.stack([jnp.cos(theta), jnp.sin(theta)], -1)
         d = jnp.concatenate([jnp.ones_like(theta)[..., None], -mu * e], -1)
@@ -260,9 +265,12 @@ def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
         return rn[..., None] * d, G, valid
 
     theta = jnp.linspace(0.0, 2.0 * jnp.pi, SLIDE_GRID + 1, dtype=qi.dtype)
-    _, G, _ = at(theta)
-    lo, hi, g_lo = theta[:-1], theta[1:], G[:-1]
-    change = jnp.sign(g_lo) != jnp.sign(G[1:])
+    _, G, ok = at(theta)
+    change = jnp.sign(G[:-1]) != jnp.sign(G[1:])
+    # rank the cells: sign change first, then validity at both, one or neither end, then angle
+    score = change * (1 + ok[:-1].astype(jnp.int32) + ok[1:]) * (2 * SLIDE_GRID) - jnp.arange(SLIDE_GRID)
+    _, cells = jax.lax.top_k(score, SLIDE_BRACKETS)
+    lo, hi, g_lo = theta[cells], theta[cells + 1], G[cells]
 
     def bisect(c, _):
         lo, hi, g_lo = c
@@ -273,7 +281,7 @@ def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
 
     (lo, hi, _), _ = jax.lax.scan(bisect, (lo, hi, g_lo), None, length=BISECTIONS[jnp.dtype(qi.dtype).itemsize])
     r, _, valid = at(0.5 * (lo + hi))
-    good = change & valid
+    good = change[cells] & valid
     return r[jnp.argmax(good)], jnp.any(good)
 
 
