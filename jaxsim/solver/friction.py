@@ -433,17 +433,24 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
     diag = jnp.diagonal(W)
     inv = jnp.where(diag > 0, 1.0 / jnp.where(diag > 0, diag, 1.0), 0.0)
     nr = r0.shape[0] - 3 * m
+    # per contact: its three rows of W, their free velocities and inverse diagonals
+    # (scanned over as slices, so a contact's update is one (3, n) product)
+    rows_c = W[:3 * m].reshape(m, 3, -1)
+    block_c = jnp.einsum("mimj->mij", rows_c[:, :, :3 * m].reshape(m, 3, m, 3))  # (m, 3, 3) diagonal blocks
+    q_c, inv_c = q[:3 * m].reshape(m, 3), inv[:3 * m].reshape(m, 3)
 
-    def contact(r, i):
-        k = 3 * i
-        rn = jnp.maximum(r[k] - inv[k] * (W[k] @ r + q[k]), 0.0)
-        r = r.at[k].set(rn)
-        t1 = r[k + 1] - inv[k + 1] * (W[k + 1] @ r + q[k + 1])
-        r = r.at[k + 1].set(t1)
-        t2 = r[k + 2] - inv[k + 2] * (W[k + 2] @ r + q[k + 2])
+    def contact(r, xs):
+        i, w, blk, qi, di, mu = xs
+        old = jax.lax.dynamic_slice_in_dim(r, 3 * i, 3)
+        u = w @ r + qi  # the three rows' velocities before this contact's update
+        # rows in turn, each seeing the ones before it (Gauss-Seidel within the contact)
+        rn = jnp.maximum(old[0] - di[0] * u[0], 0.0)
+        t1 = old[1] - di[1] * (u[1] + blk[1, 0] * (rn - old[0]))
+        t2 = old[2] - di[2] * (u[2] + blk[2, 0] * (rn - old[0]) + blk[2, 1] * (t1 - old[1]))
         norm_t = jnp.sqrt(t1 * t1 + t2 * t2 + jnp.finfo(r.dtype).tiny)
-        scale = jnp.minimum(1.0, p.mu[i] * rn / norm_t)
-        return r.at[k + 1].set(scale * t1).at[k + 2].set(scale * t2), None
+        scale = jnp.minimum(1.0, mu * rn / norm_t)
+        new = jnp.stack([rn, scale * t1, scale * t2])
+        return jax.lax.dynamic_update_slice_in_dim(r, new, 3 * i, 0), None
 
     def row(r, j):
         k = 3 * m + j
@@ -452,7 +459,7 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
 
     def sweep(r, _):
         if m:
-            r, _ = jax.lax.scan(contact, r, jnp.arange(m))
+            r, _ = jax.lax.scan(contact, r, (jnp.arange(m), rows_c, block_c, q_c, inv_c, p.mu))
         if nr:
             r, _ = jax.lax.scan(row, r, jnp.arange(nr))
         return r, None
