@@ -372,6 +372,39 @@ def default_chunk(model, platform: str | None = None) -> int | None:
     return None if chunk >= 256 else max(chunk, 4)
 
 
+def chunked_vmap_leaves(fun: Callable, in_batched: tuple, chunk: int | None) -> Callable:
+    """``chunked_vmap`` with the batched inputs named per leaf: ``in_batched`` holds, per
+    positional argument, a pytree of bools like it (True: the leaf has the batch axis
+    first; False: shared by every env). For arguments only partly batched, as Brax's
+    domain randomization vmaps a model whose randomized fields alone carry the batch
+    axis (``jaxsim.envs.wrappers``)."""
+    in_batched = tuple(in_batched)
+    vfun = jax.vmap(fun, tuple(jax.tree.map(lambda b: 0 if b else None, flags) for flags in in_batched))
+
+    def run(*args):
+        leaves, treedef = jax.tree.flatten(args)
+        flags = jax.tree.leaves(in_batched)
+        if len(flags) != len(leaves):
+            raise ValueError(f"chunked_vmap_leaves: in_batched has {len(flags)} leaves, the arguments {len(leaves)}")
+        mapped = [x for x, f in zip(leaves, flags) if f]
+        batch = mapped[0].shape[0] if mapped else 0
+        if not chunk or batch <= chunk:
+            return vfun(*args)
+
+        def envs(xs):  # the full argument list around a slice of the batched leaves
+            it = iter(xs)
+            return vfun(*treedef.unflatten([next(it) if f else x for x, f in zip(leaves, flags)]))
+
+        full, size = batch // chunk, batch // chunk * chunk
+        cut = [x[:size].reshape((full, chunk) + x.shape[1:]) for x in mapped]
+        out = jax.tree.map(lambda y: y.reshape((size,) + y.shape[2:]), jax.lax.map(envs, cut))
+        if size == batch:
+            return out
+        rest = envs([x[size:] for x in mapped])
+        return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, rest)
+    return run
+
+
 def chunked_vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, chunk: int | None = None,
                  mesh: Mesh | None = None) -> Callable:
     """``jax.vmap(fun, in_axes)`` computed ``chunk`` envs at a time.

@@ -196,6 +196,41 @@ def test_cartpole_reward_gradient_matches_finite_differences():
     check_grads_rev(reward_sum, (actions,), atol=1e-6, rtol=1e-5)
 
 
+def test_chunked_wrappers_equal_brax_s(monkeypatch):
+    """``jaxsim.envs.wrappers.wrap`` steps the batch in chunks (here 2 envs at a time
+    over 5: two chunks and a remainder), with and without domain randomization (the
+    model's randomized leaves chunked with the envs, the others shared), and gives
+    the states of Brax's ``training.wrap``."""
+    from jaxsim import parallel
+    from jaxsim.envs import wrappers
+
+    monkeypatch.setattr(parallel, "default_chunk", lambda model, platform=None: 2)
+    env = jaxsim.envs.get("cartpole", dtype=jnp.float64)
+    keys = jax.random.split(jax.random.PRNGKey(7), 5)
+    randomization = functools.partial(jaxsim.randomize, rng=keys,
+                                      ranges=[jaxsim.Range("body_mass", 0.5, 2.0, index="cart")])
+    actions = 0.5 * jax.random.normal(jax.random.PRNGKey(8), (3, 5, 1), jnp.float64)
+
+    def run(wrap, randomization_fn):
+        wrapped = wrap(env, episode_length=100, randomization_fn=randomization_fn)
+
+        def final_q(actions):
+            return jax.lax.scan(lambda s, a: (wrapped.step(s, a), None), wrapped.reset(keys), actions)[0]
+        program = jax.jit(final_q)
+        return program(actions).pipeline_state.q, str(jax.make_jaxpr(program)(actions)).count("scan[")
+
+    q_plain = None
+    for randomization_fn in (None, randomization):
+        q_brax, scans_brax = run(training.wrap, randomization_fn)
+        q_chunked, scans_chunked = run(wrappers.wrap, randomization_fn)
+        assert scans_chunked > scans_brax  # the chunks' lax.map is in the program
+        assert np.ptp(np.asarray(q_brax[:, 0])) > 1e-3
+        np.testing.assert_allclose(np.asarray(q_chunked), np.asarray(q_brax), rtol=0, atol=1e-12)
+        if q_plain is None:
+            q_plain = q_brax
+    assert np.abs(np.asarray(q_brax) - np.asarray(q_plain)).max() > 1e-4  # the masses were drawn
+
+
 def test_cartpole_randomization_fn_draws_per_env_models():
     """Brax's domain-randomization wrapper with ``functools.partial(jaxsim.randomize,
     ...)``: each env steps its own cart mass, so under the same push the lighter
