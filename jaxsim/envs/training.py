@@ -189,9 +189,6 @@ def train(env, task: str, agent: str = "ppo", progress_fn: Callable[[int, dict],
     else:
         from brax.training.agents.apg import networks, train as agent_train
         factory = functools.partial(networks.make_apg_networks, hidden_layer_sizes=policy_sizes)
-    if getattr(env, "backend", None) == "jaxsim":  # steps the batch in chunks on a CPU
-        from jaxsim.envs import wrappers
-        kwargs.setdefault("wrap_env_fn", wrappers.wrap)
     make_policy, params, _ = agent_train.train(environment=env, network_factory=factory, progress_fn=progress,
                                                **kwargs)
     return make_policy, params, curve
