@@ -395,6 +395,8 @@ def chunked_vmap_leaves(fun: Callable, in_batched: tuple, chunk: int | None) -> 
             it = iter(xs)
             return vfun(*treedef.unflatten([next(it) if f else x for x, f in zip(leaves, flags)]))
 
+        # (lax.map's own batch_size reshapes with -1, which fails on the State's empty
+        # leaves, e.g. ``act`` without activations: the shapes are spelled out here)
         full, size = batch // chunk, batch // chunk * chunk
         cut = [x[:size].reshape((full, chunk) + x.shape[1:]) for x in mapped]
         out = jax.tree.map(lambda y: y.reshape((size,) + y.shape[2:]), jax.lax.map(envs, cut))
@@ -433,28 +435,11 @@ def chunked_vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, 
         raise ValueError(f"chunked_vmap: in_axes must be 0 or None per argument, got {in_axes!r}")
     if chunk is not None and int(chunk) < 0:
         raise ValueError(f"chunked_vmap: chunk must be positive (or 0/None: no chunks), got {chunk}")
-    vfun = jax.vmap(fun, in_axes)
 
     def run(*args):
         axes = axes_in or (in_axes,) * len(args)
-        mapped = tuple(a for a, ax in zip(args, axes) if ax is not None)
-        batch = jax.tree.leaves(mapped)[0].shape[0] if jax.tree.leaves(mapped) else 0
-        if not chunk or batch <= chunk:
-            return vfun(*args)
-
-        def envs(xs):  # the full argument list around a slice of the batched ones
-            it = iter(xs)
-            return vfun(*(next(it) if ax is not None else a for a, ax in zip(args, axes)))
-
-        # (lax.map's own batch_size reshapes with -1, which fails on the State's empty
-        # leaves, e.g. ``act`` without activations: the shapes are spelled out here)
-        full, size = batch // chunk, batch // chunk * chunk
-        cut = jax.tree.map(lambda x: x[:size].reshape((full, chunk) + x.shape[1:]), mapped)
-        out = jax.tree.map(lambda y: y.reshape((size,) + y.shape[2:]), jax.lax.map(envs, cut))
-        if size == batch:
-            return out
-        rest = envs(jax.tree.map(lambda x: x[size:], mapped))
-        return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, rest)
+        flags = tuple(jax.tree.map(lambda _, ax=ax: ax is not None, a) for a, ax in zip(args, axes))
+        return chunked_vmap_leaves(fun, flags, chunk)(*args)
 
     if mesh is None or mesh.devices.size == 1:
         return run
