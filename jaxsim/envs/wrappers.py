@@ -23,10 +23,10 @@ Measured on a 2-core CPU (float32, one session), in env-steps/s, Brax's wrap aga
 this one. Stepping 256 envs under uniformly random actions: the ant on Brax's
 ``ant.xml`` 3,863-4,064 against 5,080-5,789, ``quadruped_walk`` 476 against 882,
 ``humanoid`` 56 against 165. Inside PPO training, though (the ant, Brax's ant
-settings at 256 envs, 290 k env-steps), it trained at 2,926 env-steps/s against
-3,391 with Brax's wrap (the same rewards at each evaluation within 20 %); why the
-gain under random actions does not carry over there was not established. It is
-therefore not the default: measure it on the task at hand.
+settings at 256 envs, 290 k env-steps), two runs trained at 2,926 and 3,248
+env-steps/s against 3,391, 2,841 and 2,964 with Brax's wrap: no gain beyond the
+runs' spread. Why the random-action gain does not carry over there was not
+established, so it is not the default: measure it on the task at hand.
 
 Imports Brax (the ``rl`` extra).
 """
