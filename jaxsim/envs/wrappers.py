@@ -19,10 +19,11 @@ Brax's agents take it as their ``wrap_env_fn``, and so does
     from jaxsim.envs import wrappers
     ppo.train(environment=env, wrap_env_fn=wrappers.wrap, ...)
 
-Measured on a 2-core CPU (float32, one session), in env-steps/s, Brax's wrap against
-this one. Stepping 256 envs under uniformly random actions: the ant on Brax's
-``ant.xml`` 3,863-4,064 against 5,080-5,789, ``quadruped_walk`` 476 against 882,
-``humanoid`` 56 against 165. Inside PPO training, though (the ant, Brax's ant
+Measured on a 2-core CPU (float32), in env-steps/s, Brax's wrap against this one,
+stepping 256 envs under uniformly random actions (``experiments/bench_wrappers.py``):
+the ant on Brax's ``ant.xml`` 3,571 against 4,239, ``quadruped_walk`` 515 against
+998 (``results/bench_wrappers.json``); in earlier runs of the same measurement the
+ant 3,863-4,064 against 5,080-5,789 and ``humanoid`` 56 against 165. Inside PPO training, though (the ant, Brax's ant
 settings at 256 envs, 290 k env-steps), two runs trained at 2,926 and 3,248
 env-steps/s against 3,391, 2,841 and 2,964 with Brax's wrap: no gain beyond the
 runs' spread. Why the random-action gain does not carry over there was not
