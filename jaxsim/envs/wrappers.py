@@ -23,12 +23,13 @@ Measured on a 2-core CPU (float32), in env-steps/s, Brax's wrap against this one
 stepping 256 envs under uniformly random actions (``experiments/bench_wrappers.py``):
 the ant on Brax's ``ant.xml`` 3,571 against 4,239, ``quadruped_walk`` 515 against
 998 (``results/bench_wrappers.json``); in earlier runs of the same measurement the
-ant 3,863-4,064 against 5,080-5,789 and ``humanoid`` 56 against 165. Inside PPO
-training, though (the ant, Brax's ant settings at 256 envs, 290 k env-steps), two
-runs trained at 2,926 and 3,248 env-steps/s against 3,391, 2,841 and 2,964 with
-Brax's wrap: no gain beyond the runs' spread. Why the random-action gain does not
-carry over there was not established, so it is not the default: measure it on the
-task at hand.
+ant 3,863-4,064 against 5,080-5,789 and ``humanoid`` 56 against 165. Through
+Brax's ``acting.generate_unroll`` (PPO's rollout: 8 unrolls of 5 steps), the ant ran
+4,793 against 5,876 env-steps/s with tanh-squashed Gaussian actions. Whole PPO runs
+on the ant (Brax's ant settings at 256 envs, 290 k env-steps, the same session)
+could not show it: two runs trained at 2,926 and 3,248 env-steps/s against 3,391,
+2,841 and 2,964 with Brax's wrap, a spread larger than the gain the rollout figures
+predict for an epoch (about 13 %). It is therefore not the default.
 
 Imports Brax (the ``rl`` extra).
 """
