@@ -254,7 +254,6 @@ def test_cartpole_randomization_fn_draws_per_env_models():
     assert np.all(np.diff(speed[np.argsort(masses)]) < 0), (masses, speed)
 
 
-@pytest.mark.benchmark  # a training run (30 s of CPU)
 def test_apg_learns_to_balance_the_cartpole():
     """``brax.training.agents.apg.train`` (gradients through the simulator) on the
     cart-pole started near upright: the deterministic policy's evaluation reward rises

@@ -1,7 +1,7 @@
 """Every notebook in notebooks/ runs top to bottom without error (nbclient, a fresh
 python3 kernel, CPU) in under 5 minutes, and is committed without outputs. The
-training notebook (a minute of PPO on the CPU) is a training run: it runs under the
-``benchmark`` marker (``pytest -m benchmark``)."""
+training notebook trains the cart-pole with Brax's PPO for a small budget (35-40 s on
+two cores) and checks that the evaluation reward rose."""
 
 import pathlib
 import time
@@ -12,7 +12,6 @@ nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
-TRAINING = ("04_training",)
 
 
 def test_the_four_notebooks_are_there_without_outputs():
@@ -24,8 +23,7 @@ def test_the_four_notebooks_are_there_without_outputs():
                 assert cell.outputs == [] and cell.execution_count is None, path.name
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.benchmark) if p.stem in TRAINING else p
-                                  for p in NOTEBOOKS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path):
     book = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(book, timeout=600, kernel_name="python3",

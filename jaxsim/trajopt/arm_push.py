@@ -100,7 +100,9 @@ class ArmPushProblem:
         self.target = jnp.asarray(target, dtype)
         self._wrist, self._object = self.model.body_id("r_wrist_roll_link"), self.model.body_id("object")
         self.state0 = make_state(self.model)
-        self.object0 = np.asarray(forward_kinematics(self.model, self.state0.q).body_pos_w[self._object], np.float64)
+        # jitted: run eagerly, the kinematics would compile each of their operations alone (seconds)
+        self.object0 = np.asarray(jax.jit(forward_kinematics)(self.model, self.state0.q).body_pos_w[self._object],
+                                  np.float64)
         joints, jacobians = self._waypoints()
         start = joints[2] if not approach else np.zeros(7)  # at rest behind the object, or the file's pose
         self.state0 = make_state(self.model, q=self.state0.q.at[:7].set(jnp.asarray(start, dtype)))
