@@ -42,17 +42,18 @@ into global arrays with ``from_process_rows`` and bring results back with ``gath
     q = parallel.gather(states.q)                       # (batch, nq) on every process
 
 Chunks on a CPU (``chunked_vmap``, ``default_chunk``): a vmapped contact solve
-iterates as long as the batch's slowest env, and each iteration touches every env's
-(n, n) QP matrix. On a CPU a large batch therefore loses twice: one hard env (the 8
-tumbling boxes' QPs need 19 iterations at the median and 318 at the worst) sets the
-count for all, and the batch's matrices no longer fit in cache. ``chunked_vmap``
-steps ``chunk`` envs at a time (``lax.map`` with ``batch_size``: a scan over vmapped
-chunks), so a chunk stops as soon as its own envs have converged and its matrices
-stay in cache. Measured at batch 1,024 on 2 cores (float32, 10-step calls): 8 boxes
-266 -> 1,023 env-steps/s with chunks of 4, ant 2,705 -> 5,848 and humanoid 1,878 ->
-3,433 with 16; the cube (a 12-row QP, 2 iterations) is faster unchunked (116k against
-93k with 64). A GPU wants the whole batch at once: ``default_chunk`` chunks only on
-the CPU backend.
+touches every env's (n, n) QP matrix at each iteration, and a large batch's matrices
+no longer fit in the CPU's caches. ``chunked_vmap`` steps ``chunk`` envs at a time
+(``lax.map`` with ``batch_size``: a scan over vmapped chunks), so a chunk's matrices
+stay in cache. (Within a batch or a chunk, the solver's loops already iterate only on
+the envs still running: ``jaxsim.solver.compaction``.) ``default_chunk`` aims at
+``CHUNK_ENTRIES`` matrix entries per chunk. Measured at batch 1,024 on 2 cores
+(float32, 10-step calls): 8 boxes (a 144-row QP) 942 env-steps/s as one vmap, 1,205
+in chunks of 4, 1,654 in chunks of 32 and 1,645 in chunks of 128; the ant (56 rows)
+and the humanoid (65 rows) run as fast or faster as one vmap (9,287 and 5,812, against
+7,612-8,011 and 4,177-6,361 in chunks of 16-128), so only QPs of more than about 90
+rows are chunked. A GPU wants the whole batch at once: ``default_chunk`` chunks only
+on the CPU backend.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 Array = jax.Array
 AXIS = "batch"
-CHUNK_ENTRIES = 65536  # chunk x n^2 QP-matrix entries a CPU chunk aims at (256 KiB in float32)
+CHUNK_ENTRIES = 2 ** 21  # chunk x n^2 QP-matrix entries a CPU chunk aims at (8 MiB in float32)
 
 
 def explicit_mesh(tree: Any):
@@ -359,8 +360,8 @@ def default_chunk(model, platform: str | None = None) -> int | None:
     """Envs per chunk for ``chunked_vmap`` on ``platform`` (default: JAX's default
     backend), from the size ``n`` of the model's contact solve: the power of two
     nearest ``CHUNK_ENTRIES / n^2``, at least 4; None (one vmap over the whole batch)
-    off the CPU, without a contact solve, or where that is 256 or more (small QPs:
-    the cube's 12 rows run fastest unchunked). Module docstring: why and measurements."""
+    off the CPU, without a contact solve, or where that is 256 or more (QPs of up to
+    about 90 rows run fastest unchunked). Module docstring: why and measurements."""
     from jaxsim.contact.stage import solve_size  # (imports the contact models)
 
     if (platform or jax.default_backend()) != "cpu":

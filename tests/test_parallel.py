@@ -184,8 +184,8 @@ def test_bad_batches_are_refused():
 
 def test_chunked_vmap_equals_vmap_and_default_chunk_follows_the_qp_size():
     """Chunks of 3 over 8 envs (two chunks and a remainder of 2) give the plain vmap's
-    states; ``default_chunk`` is None off the CPU and for a 12-row QP, and shrinks as
-    the QP grows."""
+    states; ``default_chunk`` is None off the CPU and for QPs of up to 84 rows, and
+    shrinks as the QP grows."""
     def boxes(count):
         b = jaxsim.ModelBuilder(timestep=2e-3)
         b.add_geom("world", "plane", (5, 5, 0.1))
@@ -205,11 +205,11 @@ def test_chunked_vmap_equals_vmap_and_default_chunk_follows_the_qp_size():
     for x, y in zip(jax.tree.leaves(ref), jax.tree.leaves(out)):
         np.testing.assert_allclose(np.asarray(x, float), np.asarray(y, float), rtol=0, atol=1e-12)
 
-    model = boxes(4)
+    model = boxes(8)
     one = model.replace(opt=model.opt.replace(max_contacts=4))  # 12 rows
     assert parallel.default_chunk(one, "cpu") is None and parallel.default_chunk(model, "gpu") is None
     sizes = [parallel.default_chunk(model.replace(opt=model.opt.replace(max_contacts=k)), "cpu")
-             for k in (16, 28, 64)]  # 48, 84 and 192 rows
-    assert sizes == [32, 8, 4], sizes
+             for k in (28, 64, 128, 256)]  # 84, 192, 384 and 768 rows
+    assert sizes == [None, 64, 16, 4], sizes
     with pytest.raises(ValueError, match="in_axes must be 0 or None"):
         parallel.chunked_vmap(roll, 1, 2)

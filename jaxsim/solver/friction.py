@@ -65,7 +65,7 @@ import numpy as np
 
 from jaxsim import linalg
 from jaxsim.precision import full_precision
-from jaxsim.solver import qp
+from jaxsim.solver import compaction, qp
 
 Array = jax.Array
 METHODS = ("exact", "anitescu-tasora", "nakaoka")
@@ -370,36 +370,38 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[
     ``tols``: (natural-map tolerance, start QPs' tolerance); ``start``: (QPs, cap on
     each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
-    tol = tols[0]
-    rho = _rho(p.W, m)
-    qn = 1.0 + jnp.linalg.norm(p.q)
-    res_at = lambda r, u: jnp.linalg.norm(natural_map(r, u, p.mu, p.lower, p.upper)) / qn  # noqa: E731
-    res_of = lambda r: res_at(r, p.W @ r + p.q)  # noqa: E731
-    eye = jnp.eye(n, dtype=r0.dtype)
-    ridge = (1e-12 if r0.dtype == jnp.float64 else 1e-6) * eye
-    alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=r0.dtype)
     restart = max(max_iter // 2, 1)  # sweeps after which the run restarts with PROX[1]
 
-    def step(c: _Exact) -> _Exact:
+    def res_at(ops, r, u):
+        p, qn = ops[0], ops[3]
+        return jnp.linalg.norm(natural_map(r, u, p.mu, p.lower, p.upper)) / qn
+
+    def step(ops, c: _Exact) -> _Exact:
+        # everything batched comes through ops (compaction.while_loop)
+        p, rho, start = ops[0], ops[1], ops[2]
+        eye = jnp.eye(n, dtype=c.r.dtype)
+        ridge = (1e-12 if c.r.dtype == jnp.float64 else 1e-6) * eye
+        alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into
         r_in = jnp.where(c.it == restart, start, c.r)
         r1 = _sweep(p, r_in, jnp.where(c.it >= restart, PROX[1], PROX[0]))
         u1 = p.W @ r1 + p.q
-        res1 = res_at(r1, u1)
+        res1 = res_at(ops, r1, u1)
         J, F = _jacobian(p, rho, r1, u1), _phi(p, rho, r1, u1)
         newton = -linalg.solve(J + ridge, F)
         lm = -linalg.cho_solve(linalg.cho_factor(J.T @ J + jnp.linalg.norm(F) * eye), J.T @ F)
         trials = r1 + (alphas[:, None, None] * jnp.stack([newton, lm])).reshape(-1, n)
-        res = jax.vmap(res_of)(trials)
+        res = jax.vmap(lambda r: res_at(ops, r, p.W @ r + p.q))(trials)
         res = jnp.where(jnp.isfinite(res), res, jnp.inf)
         best = jnp.argmin(res)
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
     start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start)
-    c = jax.lax.while_loop(lambda c: (c.it < max_iter) & (c.res > tol) & jnp.isfinite(c.res), step,
-                           _Exact(start, res_of(start), jnp.zeros((), jnp.int32)))
+    ops = (p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0])
+    c = compaction.while_loop(lambda ops, c: (c.it < max_iter) & (c.res > ops[4]) & jnp.isfinite(c.res), step, ops,
+                              _Exact(start, res_at(ops, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 

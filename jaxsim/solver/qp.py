@@ -73,6 +73,7 @@ import numpy as np
 
 from jaxsim import linalg
 from jaxsim.precision import full_precision
+from jaxsim.solver import compaction
 
 Array = jax.Array
 
@@ -316,8 +317,9 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     sqp, s = _scaled(qp, block)
     L_max = _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
-    c = jax.lax.while_loop(lambda c: ~(terminate(c, tol, max_iter) | skip),
-                           lambda c: step(sqp, L_max, c, floor, cone), init(sqp, x0 / s, L_max, cone))
+    c = compaction.while_loop(lambda ops, c: ~(terminate(c, ops[2], max_iter) | ops[3]),
+                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), (sqp, L_max, tol, jnp.asarray(skip, bool)),
+                              init(sqp, x0 / s, L_max, cone))
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
