@@ -6,8 +6,8 @@ and reports physics steps per second (batch * N * calls / seconds):
 
   * jaxsim -- ``vmap(scan(jaxsim.step(model, state)))`` on a batch of States; the
               call returns the final States. On a CPU the batch is stepped in chunks
-              of ``jaxsim.parallel.default_chunk(model)`` envs (``--chunk``; none for
-              the cube, 16 for ant and humanoid, 4 for boxes8), as
+              of ``jaxsim.parallel.default_chunk(model)`` envs (``--chunk``; 128 for
+              boxes8, none for the other scenes), as
               ``jaxsim simulate --batch`` does; ``--also-unchunked`` times one vmap
               over the whole batch as well (column "one vmap")
   * MJX    -- ``vmap(scan(mjx.step(mx, d)))`` on a batch of ``mjx.Data`` from

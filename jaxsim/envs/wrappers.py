@@ -31,6 +31,13 @@ could not show it: two runs trained at 2,926 and 3,248 env-steps/s against 3,391
 2,841 and 2,964 with Brax's wrap, a spread larger than the gain the rollout figures
 predict for an epoch (about 13 %). It is therefore not the default.
 
+Those figures predate the solver's compacting loops (``jaxsim.solver.compaction``),
+which took from chunks their main gain, the batch no longer iterating as long as its
+slowest env. Since then ``default_chunk`` chunks only QPs of more than about 90 rows:
+the ant runs as one ``vmap`` under both wrappers (Brax's wrap: 3,571 -> 7,064
+env-steps/s), and ``quadruped_walk`` (188 rows, chunks of 64) ran 629 against 1,006
+(``results/bench_wrappers_compaction.json``).
+
 Imports Brax (the ``rl`` extra).
 """
 

@@ -43,7 +43,9 @@ Termination: ``||x_k+1 - y_k||_inf L / L_max <= tol * max(||x_k+1||_inf, floor)`
 gradient-mapping step, relative, in units of a ``1 / L_max`` step), ``max_iter``
 iterations (rejected steps count), or a non-finite residual
 (NaN: a problem with non-finite data stops after one iteration). The iteration count and
-that residual are returned.
+that residual are returned. Under ``vmap`` the loop iterates only on the problems
+still running (``compaction.while_loop``), so a batch's cost follows the sum of its
+problems' iterations, not its hardest problem's times the batch size.
 
 Gradients (``adjoint="implicit"``, the default) come from the implicit function
 theorem at the solution, not from differentiating the loop: ``x*`` is a fixed point of
