@@ -31,8 +31,8 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   the first run cycles, and the restart breaks the cycle. Stops at ``residual <=
   tol`` or ``max_iter`` sweeps. Its ``iterations`` count the sweeps plus the start's
   QP iterations; under ``vmap`` the sweeps run only on the problems still
-  running (``compaction.while_loop``). With the defaults, 2,997 of 3,000 random problems of 1-8 contacts
-  on 1-5 stacked bodies (up to 1,000:1 masses) and 597 of 600 with random contact
+  running (``compaction.while_loop``). With the defaults, 2,997 of 3,000 random
+  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses) and 597 of 600 with random contact
   Jacobians on 6-30 dof (a third of them rank-deficient; both generators are
   ``tests/test_friction.py``'s) reach 1e-8; the others end at 0.01-0.16. With 20
   start passes instead of 60, 11 of the 3,000 did not.

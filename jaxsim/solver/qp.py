@@ -319,8 +319,9 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     sqp, s = _scaled(qp, block)
     L_max = _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
+    operands = (sqp, L_max, tol, jnp.asarray(skip, bool))
     c = compaction.while_loop(lambda ops, c: ~(terminate(c, ops[2], max_iter) | ops[3]),
-                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), (sqp, L_max, tol, jnp.asarray(skip, bool)),
+                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), operands,
                               init(sqp, x0 / s, L_max, cone))
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
