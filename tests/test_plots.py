@@ -73,6 +73,10 @@ def test_free_fall_energy_is_analytic():
 
 def test_batch_env_matches_single_rollout():
     model = resting_box()
+    # the batched and the single program round differently, and rounding can tip the
+    # QP's accept-or-reject choice of a step, so the two agree to the solver's
+    # tolerance: a tight one makes that far below this test's 1e-6
+    model = model.replace(opt=model.opt.replace(solver_tol=1e-9))
     q0 = jnp.asarray(model.qpos0)
     states = jax.vmap(lambda z: jaxsim.make_state(model, q=q0.at[2].set(z)))(jnp.asarray([0.06, 0.2]))
     _, trajs = jax.jit(jax.vmap(jaxsim.rollout, in_axes=(None, 0, None)))(model, states, jnp.zeros((120, 0)))
@@ -81,11 +85,11 @@ def test_batch_env_matches_single_rollout():
                lambda t, e: viz.center_of_pressure(model, t, 1, env=e)[2],
                lambda t, e: viz.energy(model, t, env=e)[1]):
         np.testing.assert_allclose(fn(trajs, 1), fn(single, None), rtol=1e-6, atol=1e-9)
-    # the batched and the single program round differently, and the QP's step choice
-    # can follow rounding: a few iterations more or less at a step (env 0, at rest,
-    # needs far fewer than the dropped env 1)
-    np.testing.assert_allclose(viz.solver_iterations(trajs, env=1)[1], viz.solver_iterations(single, env=None)[1],
-                               rtol=0.05, atol=3)
+    # for the same reason a few steps take some iterations more or less (env 0, at
+    # rest, needs far fewer than the dropped env 1)
+    batched, alone = viz.solver_iterations(trajs, env=1)[1], viz.solver_iterations(single, env=None)[1]
+    np.testing.assert_allclose(np.sum(batched), np.sum(alone), rtol=0.05)
+    assert np.mean(np.asarray(batched) == np.asarray(alone)) > 0.9
     with pytest.raises(ValueError, match="2 environments; choose one with env="):
         viz.contact_forces(model, trajs)
     with pytest.raises(ValueError, match="out of range"):

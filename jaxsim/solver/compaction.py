@@ -12,9 +12,13 @@ static shapes throughout. (Chunking a batch, ``jaxsim.parallel.chunked_vmap``, b
 the same waste by running the batch in small pieces one after another, which suits
 a CPU and wastes a GPU.)
 
-Each env runs exactly the iterations the plain loop would run, on the same data, so
-the results are the plain loop's. Under nested ``vmap`` the rule compacts the
-innermost batch axis; outer ones are batched as usual.
+Each env runs the iterations the plain loop would run, on the same data. A stage is a
+smaller batch, which XLA may compile with different rounding, as it may any change of
+batch size: a loop whose control flow follows rounding (the contact QP accepts or
+rejects a step by comparing two curvatures) can then take a few iterations more or
+less, and its result agrees with the plain loop's to the loop's own tolerance rather
+than bit for bit. Under nested ``vmap`` the rule compacts the innermost batch axis;
+outer ones are batched as usual.
 
 No library offers this: JAX's own batching of ``while_loop`` is the plain one above.
 """
