@@ -30,11 +30,11 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   contact rows than the bodies' degrees of freedom, as when boxes rest on a floor)
   the first run cycles, and the restart breaks the cycle. Stops at ``residual <=
   tol`` or ``max_iter`` sweeps. Its ``iterations`` count the sweeps plus the start's
-  QP iterations; under ``vmap`` the sweeps run only on the problems still
-  running (``compaction.while_loop``). With the defaults, 2,997 of 3,000 random
-  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses) and 597 of 600 with random contact
-  Jacobians on 6-30 dof (a third of them rank-deficient; both generators are
-  ``tests/test_friction.py``'s) reach 1e-8; the others end at 0.01-0.16. With 20
+  QP iterations; under ``vmap`` the sweeps run only on the problems still running
+  (``compaction.while_loop``). With the defaults, 2,997 of 3,000 random problems of
+  1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses) and 597 of 600 with
+  random contact Jacobians on 6-30 dof (a third of them rank-deficient; both
+  generators are ``tests/test_friction.py``'s) reach 1e-8; the others end at 0.01-0.16. With 20
   start passes instead of 60, 11 of the 3,000 did not.
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
@@ -364,6 +364,17 @@ class _Exact(NamedTuple):
     it: Array
 
 
+class _SweepData(NamedTuple):
+    """What the sweep loop reads (everything batched passes through the loop's
+    operands: ``compaction.while_loop``)."""
+
+    p: _Problem
+    rho: Array  # (n,) the Alart-Curnier steps (``_rho``)
+    start: Array  # (n,) the convex start, where a restart begins again
+    qn: Array  # () 1 + ||q||, the residual's normalisation
+    tol: Array  # () natural-map tolerance
+
+
 def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[int, int]) -> tuple[Array, Stats]:
     """Gauss-Seidel sweeps with exact one-contact solves (global progress), each
     followed by a semismooth Newton step on the Alart-Curnier function that is kept
@@ -373,36 +384,34 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[
     m, n = p.mu.shape[0], r0.shape[0]
     restart = max(max_iter // 2, 1)  # sweeps after which the run restarts with PROX[1]
 
-    def res_at(ops, r, u):
-        p, qn = ops[0], ops[3]
-        return jnp.linalg.norm(natural_map(r, u, p.mu, p.lower, p.upper)) / qn
+    def res_at(d: _SweepData, r, u):
+        return jnp.linalg.norm(natural_map(r, u, d.p.mu, d.p.lower, d.p.upper)) / d.qn
 
-    def step(ops, c: _Exact) -> _Exact:
-        # everything batched comes through ops (compaction.while_loop)
-        p, rho, start = ops[0], ops[1], ops[2]
+    def step(d: _SweepData, c: _Exact) -> _Exact:
+        p = d.p
         eye = jnp.eye(n, dtype=c.r.dtype)
         ridge = (1e-12 if c.r.dtype == jnp.float64 else 1e-6) * eye
         alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into
-        r_in = jnp.where(c.it == restart, start, c.r)
+        r_in = jnp.where(c.it == restart, d.start, c.r)
         r1 = _sweep(p, r_in, jnp.where(c.it >= restart, PROX[1], PROX[0]))
         u1 = p.W @ r1 + p.q
-        res1 = res_at(ops, r1, u1)
-        J, F = _jacobian(p, rho, r1, u1), _phi(p, rho, r1, u1)
+        res1 = res_at(d, r1, u1)
+        J, F = _jacobian(p, d.rho, r1, u1), _phi(p, d.rho, r1, u1)
         newton = -linalg.solve(J + ridge, F)
         lm = -linalg.cho_solve(linalg.cho_factor(J.T @ J + jnp.linalg.norm(F) * eye), J.T @ F)
         trials = r1 + (alphas[:, None, None] * jnp.stack([newton, lm])).reshape(-1, n)
-        res = jax.vmap(lambda r: res_at(ops, r, p.W @ r + p.q))(trials)
+        res = jax.vmap(lambda r: res_at(d, r, p.W @ r + p.q))(trials)
         res = jnp.where(jnp.isfinite(res), res, jnp.inf)
         best = jnp.argmin(res)
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
     start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start)
-    ops = (p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0])
-    c = compaction.while_loop(lambda ops, c: (c.it < max_iter) & (c.res > ops[4]) & jnp.isfinite(c.res), step, ops,
-                              _Exact(start, res_at(ops, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))
+    data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0])
+    c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
+                              _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 
