@@ -3,11 +3,12 @@
     python experiments/bench_qp.py [--scenes cube cube@fresh ...] [--out results/bench_qp.json]
 
 For each scene a short float32 rollout runs with ``jaxsim.solver.qp.solve`` wrapped so
-that every QP the step poses (H with its compliance, g, bounds, mu, the warm start) is
-copied to the host (``jax.debug.callback``; passes a ``skip`` flag turns off are left
-out). The captured problems are then solved again, batched, with the solver's
-defaults (the scene's ``solver_tol``, 500 iterations, the step's Jacobi blocks and
-eliminated servo rows), and the script reports, per scene, the distribution of
+that every QP the step poses (H with its compliance, g, bounds, mu, the warm start,
+H's low-rank factors) is copied to the host (``jax.debug.callback``; passes a
+``skip`` flag turns off are left out). The captured problems are then solved again,
+batched, with the solver's defaults (the scene's ``solver_tol``, 500 iterations, the
+step's Jacobi blocks, eliminated servo rows and factors), and the script reports, per
+scene, the distribution of
 
 * iterations (mean, 99th percentile, max), the cost, and
 * the natural-map residual ``||x - P(x - (H x + g))||_inf / ||x||_inf`` in the
@@ -64,14 +65,14 @@ class Capture:
         self.problems: list[dict] = []
         self._solve = qp.solve
 
-    def _store(self, H, g, lower, upper, mu, x0, skip, block, cone, eliminate):
-        arrays = [np.asarray(a) for a in (H, g, lower, upper, mu, x0, skip)]
+    def _store(self, H, g, lower, upper, mu, x0, skip, U, W, block, cone, eliminate):
+        arrays = [np.asarray(a) for a in (H, g, lower, upper, mu, x0, skip, U, W)]
         batched = arrays[0].ndim == 3
         for i in range(arrays[0].shape[0] if batched else 1):
-            H, g, lower, upper, mu, x0, skip = (a[i] if batched else a for a in arrays)
+            H, g, lower, upper, mu, x0, skip, U, W = (a[i] if batched else a for a in arrays)
             if not skip:
-                self.problems.append(dict(H=H, g=g, lower=lower, upper=upper, mu=mu, x0=x0, block=block, cone=cone,
-                                          eliminate=eliminate))
+                self.problems.append(dict(H=H, g=g, lower=lower, upper=upper, mu=mu, x0=x0, U=U, W=W, block=block,
+                                          cone=cone, eliminate=eliminate))
 
     def __enter__(self):
         jax.clear_caches()  # a step traced earlier would call the solver it was traced with
@@ -80,8 +81,12 @@ class Capture:
                   smoothing=0.0, eliminate=(), check_bounds=False):
             H = problem.H if problem.compliance is None else problem.H + jnp.diag(problem.compliance)
             flag = jnp.zeros((), bool) if skip is None else jnp.asarray(skip, bool)
+            # the low-rank factors (qp.QP.factors; an empty W for U U^T, none: both empty)
+            empty = jnp.zeros(H.shape[:-1] + (0,), H.dtype)
+            U, W = problem.factors if getattr(problem, "factors", None) is not None else (empty, empty)
+            W = empty if W is None else W
             jax.debug.callback(lambda *a: self._store(*a, block, cone, (eliminate, check_bounds)), H, problem.g,
-                               problem.lower, problem.upper, problem.mu, x0, flag)
+                               problem.lower, problem.upper, problem.mu, x0, flag, U, W)
             return self._solve(problem, x0, tol, max_iter, block, adjoint, cone, skip, smoothing, eliminate,
                                check_bounds)
         qp.solve = solve
@@ -125,17 +130,19 @@ def evaluate(problems: list[dict], tol: float) -> dict:
     n = max({p["H"].shape[0] for p in problems}, key=lambda k: sum(p["H"].shape[0] == k for p in problems))
     problems = [p for p in problems if p["H"].shape[0] == n]
     block, cone, (eliminate, check) = problems[0]["block"], problems[0]["cone"], problems[0]["eliminate"]
-    keys = ("H", "g", "lower", "upper", "mu", "x0")
-    data64 = {k: jnp.asarray(np.stack([p[k] for p in problems]), jnp.float64) for k in keys}
+    keys = ("H", "g", "lower", "upper", "mu", "x0", "U", "W")
+    data64 = {k: jnp.asarray(np.stack([p.get(k, np.zeros(p["H"].shape[:1] + (0,))) for p in problems]), jnp.float64)
+              for k in keys}
     data32 = {k: v.astype(jnp.float32) for k, v in data64.items()}
 
     def solve(d, tol_, max_iter):
-        def one(H, g, lo, up, mu, x0):
-            return qp.solve(qp.QP(H, g, lo, up, mu), x0, tol_, max_iter=max_iter, block=block, cone=cone,
-                            eliminate=eliminate, check_bounds=check)
+        def one(H, g, lo, up, mu, x0, U, W):
+            factors = None if U.shape[-1] == 0 else (U, None if W.shape[-1] == 0 else W)
+            return qp.solve(qp.QP(H, g, lo, up, mu, factors=factors), x0, tol_, max_iter=max_iter, block=block,
+                            cone=cone, eliminate=eliminate, check_bounds=check)
         return jax.vmap(one)(*(d[k] for k in keys))
     x, stats = solve(data32, tol, MAX_ITER)
-    reference, _ = solve(data64, 1e-13, 20_000)
+    reference, _ = solve({**data64, "U": data64["U"][..., :0], "W": data64["W"][..., :0]}, 1e-13, 20_000)
 
     def natural_map(H, g, lo, up, mu, x):
         scaled, s = qp._scaled(qp.QP(H, g, lo, up, mu), block)  # the solver's own variables

@@ -172,6 +172,19 @@ def add_diagonal(A: Array, slot_diag: Array, rows: Rows, row_diag=0.0) -> Array:
     return A + jnp.diag(jnp.concatenate([slot_diag, soft_diagonal(rows, row_diag)]))
 
 
+def low_rank_factors(space) -> tuple[Array, Array | None] | None:
+    """The contact-space ``A`` as ``U W^T`` for ``qp.QP(factors=)``, so that the QP
+    starts with Newton steps solved in the dof's dimension (``jaxsim.solver.lowrank``):
+    ``(J L^-T, None)`` (``A = U U^T``), or ``(J, (M^-1 J^T)^T)`` under equality
+    constraints. None where the Jacobian has at least half as many columns (dof) as
+    rows: such small problems (a cube's four contacts on its 6 dof) take one or two
+    projected-gradient iterations, fewer than a Newton step costs."""
+    n, nv = space.J.shape
+    if 2 * nv >= n:
+        return None
+    return (space.J_Lt, None) if space.J_Lt is not None else (space.J, space.Minv_JT.T)
+
+
 def cone_bounds(m: int, rows: Rows) -> tuple[Array, Array]:
     """(lower, upper) of a QP over 3m friction-cone entries (0: its cone blocks do not
     read them) and the generic rows (their impulse intervals)."""

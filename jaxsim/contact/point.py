@@ -276,8 +276,8 @@ def _relaxed_qp(model: Model, problem: Problem, c: Array, mu: Array) -> qp.QP:
     scale = relaxation_scale(space, common.row_mask(problem),
                              *row_trees(model, problem.slots.geom1, problem.slots.geom2), row_normal)
     lower, upper = common.cone_bounds(m, problem.rows)
-    return qp.QP(common.add_diagonal(space.A, (relax * scale)[:3 * m], problem.rows, (relax * scale)[3 * m:]), c,
-                 lower, upper, mu.astype(space.b.dtype))
+    H = common.add_diagonal(space.A, (relax * scale)[:3 * m], problem.rows, (relax * scale)[3 * m:])
+    return qp.QP(H, c, lower, upper, mu.astype(space.b.dtype), factors=common.low_rank_factors(space))
 
 
 def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:

@@ -92,6 +92,9 @@ class ContactSpace(NamedTuple):
     Minv_JT: Array  # (nv, 3m)
     A: Array  # (3m, 3m)
     b: Array  # (3m,) m/s, contact velocities after the step without contact impulses
+    # (3m, nv) J L^-T with L L^T = M, so that A = J_Lt J_Lt^T; None with equality
+    # constraints (A is then J W J^T, W the constrained inverse inertia)
+    J_Lt: Array | None = None
 
 
 def contact_space(jac: Array, mass_factor, v_free: Array, equalities=None) -> ContactSpace:
@@ -101,11 +104,14 @@ def contact_space(jac: Array, mass_factor, v_free: Array, equalities=None) -> Co
     ``M^-1`` is the constrained inverse inertia ``W`` (``v_free`` then already holds
     them)."""
     J = jac.reshape(-1, jac.shape[-1])
-    minv_jt = linalg.cho_solve(mass_factor, J.T)
+    half = linalg.solve_lower(mass_factor, J.T)  # L^-1 J^T
+    # L^-T half as a lower-triangular solve with both orders reversed
+    minv_jt = linalg.solve_lower(mass_factor.T[::-1, ::-1], half[::-1])[::-1]
+    J_Lt = half.T
     if equalities is not None:
-        minv_jt = equalities.response(J.T, minv_jt)
+        minv_jt, J_Lt = equalities.response(J.T, minv_jt), None
     A = J @ minv_jt
-    return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free)
+    return ContactSpace(J, minv_jt, 0.5 * (A + A.T), J @ v_free, J_Lt)
 
 
 def block_diagonal(blocks: Array, nr: int) -> Array:

@@ -36,6 +36,21 @@ before iterating, their bounds ignored (``_eliminate``, one Cholesky of their bl
 and recovered after, so stiff rows do not set the iteration count; where one of them
 then lies outside its bounds, all variables are iterated on from there.
 
+Newton steps through H's low-rank factors. Where the caller passes ``factors = (U,
+W)``, each (n, k) with k < n, such that H is a diagonal plus ``U W^T`` (``U U^T`` where
+W is None; the contact QPs pass ``J L^-T`` with ``L L^T = M``, k = nv dof), the loop
+starts with ``NEWTON_STEPS`` semismooth Newton steps on the fixed point ``x = P(x -
+eta (H x + g))`` from the warm start (``_newton``). The projection's derivative there
+says which cones are inside, on their surface or at their apex and which rows are at
+a bound; a Newton step solves that face's linearisation in one k x k factorization
+(``lowrank``), where a dense one of the n x n system would cost ``(n / k)^3`` times as
+much. From a warm start on the right face one step lands on the solution. A step is
+taken, at the best of the lengths ``NEWTON_LENGTHS``, only where it lowers the
+gradient-mapping residual; the projected gradient then finishes. Each Newton step
+counts as one iteration where the solve had not yet converged. A step costs about
+ten projected-gradient iterations on a CPU; from a warm start it saves more than
+that, from a cold start (``x0 = 0``) it rarely does.
+
 The returned point is scaled along its ray to be no worse than ``x = 0`` when 0 is
 feasible (``no_worse_than_zero``: a no-op at the solution).
 
@@ -75,13 +90,21 @@ import numpy as np
 
 from jaxsim import linalg
 from jaxsim.precision import full_precision
-from jaxsim.solver import compaction
+from jaxsim.solver import compaction, lowrank
 
 Array = jax.Array
 
 
 class QP(NamedTuple):
-    """Problem data (all arrays may be batched by ``vmap``)."""
+    """Problem data (all arrays may be batched by ``vmap``).
+
+    ``H`` (n, n), ``g`` (n,), ``lower`` / ``upper`` (n,) and ``mu`` (ncone,) define the
+    problem (module docstring); ``compliance`` (n,) is added to H's diagonal;
+    ``factors``, optional, is ``(U, W)`` with U (n, k), k < n, and W (n, k) or None,
+    such that H minus a diagonal is ``U W^T`` (``U U^T`` where W is None): the solve
+    then starts with Newton steps through them (module docstring). The factors must
+    describe H; its gradients come from H, not from them.
+    """
 
     H: Array  # (n, n)
     g: Array  # (n,)
@@ -89,6 +112,9 @@ class QP(NamedTuple):
     upper: Array  # (n,) may be +inf
     mu: Array  # (ncone,) friction coefficients of the cone blocks (may be empty)
     compliance: Array | None = None  # (n,) added to H's diagonal
+    # (U, W), each (n, k) with k < n: H is a diagonal plus U W^T, or U U^T where W is
+    # None (module docstring)
+    factors: tuple[Array, Array | None] | None = None
 
 
 class Stats(NamedTuple):
@@ -202,7 +228,8 @@ def _block_steps(H: Array, block) -> Array:
 
 def _scaled(qp: QP, block: int) -> tuple[QP, Array]:
     s = jax.lax.stop_gradient(_scales(qp.H, block))
-    return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, qp.mu), s
+    factors = None if qp.factors is None else tuple(None if f is None else f * s[:, None] for f in qp.factors)
+    return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, qp.mu, factors=factors), s
 
 
 SHRINK = 0.9  # L's factor after an accepted step (a 10 % longer next step)
@@ -295,6 +322,50 @@ def _eliminate(qp: QP, drop: tuple[int, ...]) -> tuple[QP, np.ndarray, object]:
     return reduced, kept, expand
 
 
+NEWTON_STEPS = 2  # Newton steps from the warm start before the projected-gradient loop
+NEWTON_LENGTHS = (1.0, 0.5, 0.25)  # the Newton step's lengths tried at once
+
+
+def _gradient_map_residual(qp: QP, L_max: Array, x: Array, Hx: Array, floor: float) -> Array:
+    """The relative size of the projected-gradient step ``P(x - (H x + g) / L_max) -
+    x``: ``terminate``'s residual at ``L = L_max``."""
+    x_new = project(x - (Hx + qp.g) / L_max, qp.lower, qp.upper, qp.mu)
+    return jnp.max(jnp.abs(x_new - x), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor)
+
+
+def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: float, block) -> _Carry:
+    """One semismooth Newton step on the fixed point ``x = P(x - eta (H x + g))`` from
+    ``c.x`` (module docstring), solved through H's low-rank factors
+    (``lowrank.newton_system_solve``), projected, at the best of a few lengths. Taken
+    where it lowers the gradient-mapping residual (momentum reset); counted as an
+    iteration where the solve had not converged yet."""
+    x = c.x
+    U, W = qp.factors
+    eta = _block_steps(qp.H, block)
+    ncone = qp.mu.shape[0]
+    k = 3 * ncone
+    z = x - eta * (c.Hx + qp.g)
+    F = x - project(z, qp.lower, qp.upper, qp.mu)
+    Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu)
+    d = jnp.concatenate([dc.reshape(-1), _free(qp, z)])
+    diag = jnp.diagonal(qp.H)
+    ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.maximum(jnp.mean(jnp.abs(diag)), jnp.finfo(x.dtype).eps)
+    compliance = jnp.maximum(diag - jnp.sum(U * (U if W is None else W), -1), 0.0)
+    dx = lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, -F, ridge)
+    lengths = jnp.asarray(NEWTON_LENGTHS, x.dtype)
+    trials = jax.vmap(lambda a: project(x + a * dx, qp.lower, qp.upper, qp.mu))(lengths)
+    Hx = trials @ qp.H  # (H symmetric)
+    res = jax.vmap(lambda y, Hy: _gradient_map_residual(qp, L_max, y, Hy, floor))(trials, Hx)
+    res = jnp.where(jnp.isfinite(res), res, jnp.inf)
+    best = jnp.argmin(res)
+    needed = ~skip & (c.res > tol)
+    better = needed & (res[best] < jnp.minimum(_gradient_map_residual(qp, L_max, x, c.Hx, floor), c.res))
+    x_new, Hx_new = trials[best], Hx[best]
+    taken = _Carry(x_new, Hx_new, x_new, Hx_new, jnp.ones_like(c.t), c.L, c.it + 1, res[best])
+    kept = c._replace(it=c.it + needed.astype(c.it.dtype))
+    return jax.tree.map(lambda a, b: jnp.where(better, a, b), taken, kept)
+
+
 def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
          skip: Array | bool = False, eliminate: tuple = ((), False)) -> tuple[Array, Stats]:
     drop, check_bounds = eliminate
@@ -319,10 +390,17 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     sqp, s = _scaled(qp, block)
     L_max = _lipschitz(sqp.H)
     floor = _floor(qp.g.dtype)
-    operands = (sqp, L_max, tol, jnp.asarray(skip, bool))
-    c = compaction.while_loop(lambda ops, c: ~(terminate(c, ops[2], max_iter) | ops[3]),
-                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), operands,
-                              init(sqp, x0 / s, L_max, cone))
+    skip = jnp.asarray(skip, bool)
+
+    def iterate(c: _Carry, cap: int) -> _Carry:
+        return compaction.while_loop(lambda ops, c: ~(terminate(c, ops[2], cap) | ops[3]),
+                                     lambda ops, c: step(ops[0], ops[1], c, floor, cone), (sqp, L_max, tol, skip), c)
+
+    c = init(sqp, x0 / s, L_max, cone)
+    if sqp.factors is not None and cone == "circle":
+        for _ in range(min(NEWTON_STEPS, max_iter)):
+            c = _newton(sqp, L_max, c, tol, skip, floor, block)
+    c = iterate(c, max_iter)
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
