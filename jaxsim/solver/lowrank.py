@@ -1,9 +1,10 @@
 """The projected-gradient fixed point's Newton system when H is a diagonal plus a
 low-rank product, solved in the rank's dimension.
 
-The contact QP's ``H = diag(c) + U W^T`` with ``U = J`` and ``W^T = M^-1 J^T`` (n rows
-of contacts and limits, ``k = nv`` generalized velocities) is dense in n but of rank
-k, often much smaller (the humanoid: n = 65, k = 27; eight boxes: 144 and 48). A
+The contact QP's ``H = diag(c) + U U^T`` with ``U = J L^-T`` (``L L^T = M``; n rows of
+contacts and limits, ``k = nv`` generalized velocities; ``U = J`` and ``W^T = M^-1 J^T``
+under equality constraints) is dense in n but of rank k, often much smaller (the
+humanoid: n = 65, k = 23; eight boxes: 144 and 48). A
 Newton step on the fixed point ``x = P(z)``, ``z = x - eta (H x + g)``, solves
 
     (I - D + eta D H) dx = p,     D = P'(z) = V diag(d) V^T
