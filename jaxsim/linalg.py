@@ -173,3 +173,17 @@ def _lu(a: Array) -> tuple[Array, Array]:
 def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
     lower = jnp.tril(lu, -1) + jnp.eye(lu.shape[-1], dtype=lu.dtype)
     return _backward(jnp.triu(lu), _forward(lower, b[perm], unit_diag=True))
+
+
+def inverse3(a: Array) -> Array:
+    """Inverses of (..., 3, 3) blocks by their adjugates: elementwise work, which
+    batches over many small blocks far faster than a batched factorization (a LAPACK
+    one would also be a custom call, the module docstring)."""
+    def minor(i, j):  # the cofactor of entry (i, j)
+        r, c = [k for k in range(3) if k != i], [k for k in range(3) if k != j]
+        sign = 1.0 if (i + j) % 2 == 0 else -1.0
+        return sign * (a[..., r[0], c[0]] * a[..., r[1], c[1]] - a[..., r[0], c[1]] * a[..., r[1], c[0]])
+    cof = [[minor(i, j) for j in range(3)] for i in range(3)]
+    det = a[..., 0, 0] * cof[0][0] + a[..., 0, 1] * cof[0][1] + a[..., 0, 2] * cof[0][2]
+    adj = jnp.stack([jnp.stack([cof[j][i] for j in range(3)], -1) for i in range(3)], -2)  # cofactors transposed
+    return adj / det[..., None, None]

@@ -36,8 +36,11 @@ Friction (``solver``, static), with the pair's kinetic coefficient:
 * ``"exact"``: Coulomb's law itself (``friction.solve(..., "exact")``): non-smooth
   Gauss-Seidel with exact one-contact solves and semismooth Newton steps, to the
   natural-map residual ``tolerance``; warm-started from last step's impulses,
-  ``start_passes`` convex solves first (each with the QP's ``solver_tol`` and
-  ``solver_iterations``, as Anitescu-Tasora's). Gradients: implicit, at the solution.
+  ``start_passes`` convex solves first (each with the QP's ``solver_iterations`` and
+  ``solver_tol``, loosened from a warm start: ``friction.WARM_START_TOL``). The
+  Newton steps are solved in the dof's dimension through ``A``'s factors
+  (``common.low_rank_factors``), as are the QPs' own. Gradients: implicit, at the
+  solution.
 * ``"anitescu-tasora"``: the convex cone QP (Chrono): fast, but a sliding contact
   leaves with a normal velocity ``mu |v_t|`` (it hovers). Gradients: implicit.
 * ``"nakaoka"``: Choreonoid's per-contact projection, ``sweeps`` Gauss-Seidel
@@ -116,11 +119,14 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
     else:
         tol, max_iter = jnp.maximum(p.sweep_tol, 100 * eps), p.sweeps
     servos = servo_elimination(model.topo, problem.nr, 3 * problem.m) if p.solver == "anitescu-tasora" else {}
+    factors = common.low_rank_factors(problem.space)
+    if factors is not None:  # of W: the inactive rows' coupling removed, as restrict does
+        factors = tuple(None if f is None else jnp.where(on[:, None], f, 0.0) for f in factors)
     r, _, st = friction.solve(W, q, mu, p.solver, tol=tol, max_iter=max_iter, r0=common.warm_start(problem),
                               lower=rows.lower, upper=rows.upper, start_passes=p.start_passes,
                               start_tol=opt.solver_tol, start_iterations=opt.solver_iterations,
                               smoothing=0.0 if p.solver == "nakaoka" else opt.gradient_smoothing,
-                              **servos)
+                              factors=factors, **servos)
     return Solution(jnp.where(on, r, 0.0), (), common.as_stats(st))
 
 

@@ -18,24 +18,29 @@ zero exactly at a solution (``residual``). Methods (``solve``):
 
 * ``"exact"``: Coulomb's law itself. Start: De Saxce's fixed point by convex solves
   (``_convex_start``: cone QPs with the normal velocity shifted by ``mu ||u_T||`` of
-  the previous pass). Then non-smooth Gauss-Seidel sweeps (NSGS, Siconos' workhorse):
-  each contact solved exactly with the others held (``local_solve``: separate, stick
-  or slide, the slip angle found by bracketing and bisection), with a small proximal
-  term against the sweeps' oscillation; after each sweep a semismooth Newton step
-  (and a Levenberg-Marquardt one, for a rank-deficient W) on the Alart-Curnier
-  function, 8 step lengths tried at once and kept only where the residual drops,
-  which gives quadratic convergence near the solution. Sweeps that have not
-  converged after half of ``max_iter`` start again from the convex start with a
-  stronger proximal term: on a few percent of rank-deficient problems (more
-  contact rows than the bodies' degrees of freedom, as when boxes rest on a floor)
-  the first run cycles, and the restart breaks the cycle. Stops at ``residual <=
-  tol`` or ``max_iter`` sweeps. Its ``iterations`` count the sweeps plus the start's
-  QP iterations; under ``vmap`` the sweeps run only on the problems still running
-  (``compaction.while_loop``). With the defaults, 2,997 of 3,000 random problems of
-  1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses) and 597 of 600 with
-  random contact Jacobians on 6-30 dof (a third of them rank-deficient; both
-  generators are ``tests/test_friction.py``'s) reach 1e-8; the others end at 0.01-0.16. With 20
-  start passes instead of 60, 11 of the 3,000 did not.
+  the previous pass), from ``r0``; from a nonzero (warm) ``r0`` the QPs stop at a
+  looser tolerance (``WARM_START_TOL``). Then
+  non-smooth Gauss-Seidel sweeps (NSGS, Siconos' workhorse): each contact solved
+  exactly with the others held (``local_solve``: separate, stick or slide, the slip
+  angle bracketed on a grid and found by safeguarded Newton steps), with a small
+  proximal term against the sweeps' oscillation; after each sweep a damped
+  semismooth Newton step on the Alart-Curnier function (``W + diag(eps)`` in its
+  Jacobian, ``eps`` shrinking with the residual: a rank-deficient W leaves the
+  undamped step undefined), 8 step lengths tried at once and kept only where the
+  residual drops. Given W's low-rank factors (``factors``: ``W = diag(c) + U V^T``,
+  as a Delassus operator is), that step is solved in their k dimensions
+  (``_lowrank_newton``) and the start's QPs take their Newton steps the same way.
+  Sweeps that have not converged after half of ``max_iter`` start again from the
+  start with a stronger proximal term: on a few percent of rank-deficient problems
+  (more contact rows than the bodies' degrees of freedom, as when boxes rest on a
+  floor) the first run cycles, and the restart breaks the cycle. Stops at
+  ``residual <= tol`` or ``max_iter`` sweeps. Its ``iterations`` count the sweeps
+  plus the start's QP iterations; under ``vmap`` the sweeps run only on the
+  problems still running (``compaction.while_loop``). With the
+  defaults, 2,999 of 3,000 random problems of 1-8 contacts on 1-5 stacked bodies
+  (up to 1,000:1 masses) and 599 of 600 with random contact Jacobians on 6-30 dof (a
+  third of them rank-deficient; both generators are ``tests/test_friction.py``'s)
+  reach 1e-8; the other two end at 2e-3 and 0.08.
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
   projected gradient of ``solver/qp.py``. A sliding contact gets the separating normal
@@ -205,10 +210,10 @@ def _F(p: _Problem, rho: Array, r: Array, width: Array | None = None) -> Array:
     return _phi(p, rho, r, p.W @ r + p.q, width)
 
 
-def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None = None) -> Array:
-    """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)`` at ``r`` (``u = W r +
-    q``): ``Phi_r + Phi_u W`` with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact,
-    1x1 per row). With a ``width`` (n,), of the smoothed ``phi``."""
+def _local_jacobians(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None = None):
+    """The blocks of ``F(r) = phi(r, W r + q)``'s generalised Jacobian ``Phi_r + Phi_u
+    W``: (Pr, Pu) (m, 3, 3) per contact and (dr, du) (nr,) per row. With a ``width``
+    (n,), of the smoothed ``phi``."""
     m = p.mu.shape[0]
     rc, rr = _split(r, m)
     uc, ur = _split(u, m)
@@ -223,24 +228,66 @@ def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None =
         wr = width[3 * m:]
         free = jnp.where(wr > 0, qp.blend(zr - p.lower, wr) - qp.blend(zr - p.upper, wr), free)
     # rows: F = r - clip(r - rho u): dF/dr = 1 - free, dF/du = rho free
-    n = r.shape[0]
+    return Pr, Pu, 1.0 - free, rho[3 * m:] * free
+
+
+def _jacobian(p: _Problem, rho: Array, r: Array, u: Array, width: Array | None = None) -> Array:
+    """Generalised Jacobian (n, n) of ``F(r) = phi(r, W r + q)`` at ``r`` (``u = W r +
+    q``): ``Phi_r + Phi_u W`` with ``Phi_r``, ``Phi_u`` block diagonal (3x3 per contact,
+    1x1 per row). With a ``width`` (n,), of the smoothed ``phi``."""
+    m, n = p.mu.shape[0], r.shape[0]
+    Pr, Pu, dr, du = _local_jacobians(p, rho, r, u, width)
     top = jnp.einsum("mij,mjk->mik", Pu, p.W[:3 * m].reshape(m, 3, n)).reshape(3 * m, n)
-    bottom = (rho[3 * m:] * free)[:, None] * p.W[3 * m:]
-    J = jnp.concatenate([top, bottom])
+    J = jnp.concatenate([top, du[:, None] * p.W[3 * m:]])
     diag_r = jnp.zeros((n, n), r.dtype)
     idx = jnp.arange(3 * m).reshape(m, 3)
     diag_r = diag_r.at[idx[:, :, None], idx[:, None, :]].set(Pr)
-    diag_r = diag_r.at[jnp.arange(3 * m, n), jnp.arange(3 * m, n)].set(1.0 - free)
+    diag_r = diag_r.at[jnp.arange(3 * m, n), jnp.arange(3 * m, n)].set(dr)
     return J + diag_r
 
 
-SLIDE_GRID = 64  # slip directions tried by the one-contact solve before bisection
-SLIDE_BRACKETS = 2  # sign changes of those that are bisected
-BISECTIONS = {4: 20, 8: 40}  # per itemsize: slip-angle bracket 2 pi / 64 / 2^k ends at 9e-8 rad (f32), 9e-14 (f64)
+def _lowrank_newton(p: _Problem, rho: Array, r: Array, u: Array, F: Array, factors: tuple, c: Array,
+                    eps: Array) -> Array:
+    """``dr`` with ``(Phi_r + Phi_u (W + diag(eps))) dr = -F`` for ``W = diag(c) + U
+    V^T`` (``factors = (U, V)``, n x k): with ``G = Phi_r + Phi_u diag(c + eps)``
+    (block diagonal, 3 x 3 per contact) the Woodbury identity leaves one k x k solve,
+
+        dr = G^-1 f - G^-1 Phi_u U (I + V^T G^-1 Phi_u U)^-1 V^T G^-1 f,   f = -F,
+
+    instead of an n x n one. ``eps`` > 0 keeps G invertible where a contact sticks
+    (``Phi_r = 0`` there) and, larger, damps the step like a proximal term; a
+    Levenberg-Marquardt step would need ``J^T J``, which has twice the rank. Written by
+    hand: ``lowrank.newton_system_solve`` is for a symmetric projection's Jacobian,
+    and the Alart-Curnier one is not."""
+    m = p.mu.shape[0]
+    U, V = factors[0], factors[0] if factors[1] is None else factors[1]
+    Pr, Pu, dr, du = _local_jacobians(p, rho, r, u)
+    ce = c + eps
+    G_c = Pr + Pu * ce[:3 * m].reshape(m, 1, 3)
+    G_r = dr + du * ce[3 * m:]
+    Gi_c = linalg.inverse3(G_c)
+    GiB_c = jnp.einsum("mij,mjk->mik", Gi_c, Pu)
+    GiB_U = jnp.concatenate([jnp.einsum("mij,mjk->mik", GiB_c, U[:3 * m].reshape(m, 3, -1)).reshape(3 * m, -1),
+                             (du / G_r)[:, None] * U[3 * m:]])
+    Gi_f = jnp.concatenate([jnp.einsum("mij,mj->mi", Gi_c, -F[:3 * m].reshape(m, 3)).reshape(-1),
+                            -F[3 * m:] / G_r])
+    inner = jnp.eye(U.shape[1], dtype=r.dtype) + V.T @ GiB_U
+    return Gi_f - GiB_U @ linalg.solve(inner, V.T @ Gi_f)
+
+
+SLIDE_GRID = 64  # slip directions tried by the one-contact solve before refining
+SLIDE_BRACKETS = 2  # sign changes of those that are refined
+REFINEMENTS = {4: 6, 8: 8}  # per itemsize: the slide's Newton steps on the slip angle (from a 0.1 rad bracket)
 PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
-STEP_LENGTHS = 8  # Newton and Levenberg-Marquardt steps of length 1, 1/2, ..., 2^-7 tried at once
+# from a warm start the start's QPs stop at this relative step: the sweeps finish the
+# job, and on large rank-deficient problems the QPs' last iterations are the slow ones
+WARM_START_TOL = 1e-3
+STEP_LENGTHS = 8  # the Newton step's lengths 1, 1/2, ..., 2^-7, tried at once
+# the Newton step's damping, relative to each contact's mean diagonal: min(a, b x the
+# natural-map residual)
+NEWTON_DAMPING = (0.1, 10.0)
 
 
 def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
@@ -251,37 +298,45 @@ def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
     ``a_n`` crosses zero), valid where ``a_n > 0`` and the slip is along ``+e``. G is
     sampled on a grid of ``SLIDE_GRID`` angles; of its sign changes, the
     ``SLIDE_BRACKETS`` most likely to hold a valid root (valid at both grid ends, then
-    at one, then the first) are bisected at once, and the first valid root is taken.
+    at one, then the first) are refined at once by Newton steps on G, each kept inside
+    the bracket it shrinks (a bisection where it would leave it), and the first valid
+    root is taken.
     Roots come in pairs, slip along ``+e`` and along ``-e``, and the validity of the
     slip direction does not change within a grid cell away from ``u_T = 0``, so the
     grid's ends tell the valid bracket apart. Returns (r (3,), found)."""
-    def at(theta):
-        e = jnp.stack([jnp.cos(theta), jnp.sin(theta)], -1)
-        d = jnp.concatenate([jnp.ones_like(theta)[..., None], -mu * e], -1)
-        a = d @ Wi.T
-        w = a[..., :1] * qi[1:] - qi[0] * a[..., 1:]  # a_n u_T
-        G = e[..., 0] * w[..., 1] - e[..., 1] * w[..., 0]
-        valid = (a[..., 0] > 0) & (jnp.sum(e * w, -1) > 0)
-        rn = -qi[0] / jnp.where(a[..., 0] > 0, a[..., 0], 1.0)
-        return rn[..., None] * d, G, valid
+    def at(theta):  # elementwise in theta (a batched 3 x 3 product per angle is slower)
+        c, s = jnp.cos(theta), jnp.sin(theta)
+        a0, a1, a2 = (Wi[i, 0] - mu * (Wi[i, 1] * c + Wi[i, 2] * s) for i in range(3))
+        w1, w2 = a0 * qi[1] - qi[0] * a1, a0 * qi[2] - qi[0] * a2  # a_n u_T
+        G = c * w2 - s * w1
+        valid = (a0 > 0) & (c * w1 + s * w2 > 0)
+        rn = -qi[0] / jnp.where(a0 > 0, a0, 1.0)
+        return jnp.stack([rn, -mu * rn * c, -mu * rn * s], -1), G, valid
 
-    theta = jnp.linspace(0.0, 2.0 * jnp.pi, SLIDE_GRID + 1, dtype=qi.dtype)
+    theta = jnp.asarray(np.linspace(0.0, 2.0 * np.pi, SLIDE_GRID + 1), qi.dtype)  # a constant: folded
     _, G, ok = at(theta)
     change = jnp.sign(G[:-1]) != jnp.sign(G[1:])
     # rank the cells: sign change first, then validity at both, one or neither end, then angle
     score = change * (1 + ok[:-1].astype(jnp.int32) + ok[1:]) * (2 * SLIDE_GRID) - jnp.arange(SLIDE_GRID)
-    _, cells = jax.lax.top_k(score, SLIDE_BRACKETS)
+    cells = []  # the best SLIDE_BRACKETS cells by repeated argmax (XLA's top_k is slow on small rows)
+    for _ in range(SLIDE_BRACKETS):
+        cells.append(jnp.argmax(score))
+        score = score.at[cells[-1]].set(jnp.iinfo(score.dtype).min)
+    cells = jnp.stack(cells)
     lo, hi, g_lo = theta[cells], theta[cells + 1], G[cells]
 
-    def bisect(c, _):
-        lo, hi, g_lo = c
-        mid = 0.5 * (lo + hi)
-        _, g_mid, _ = at(mid)
-        left = jnp.sign(g_mid) == jnp.sign(g_lo)
-        return (jnp.where(left, mid, lo), jnp.where(left, hi, mid), jnp.where(left, g_mid, g_lo)), None
+    def refine(c, _):  # Newton on G, kept inside the bracket that it shrinks
+        lo, hi, g_lo, t = c
+        g, dg = jax.jvp(lambda s: at(s)[1], (t,), (jnp.ones_like(t),))
+        left = jnp.sign(g) == jnp.sign(g_lo)
+        lo, hi, g_lo = jnp.where(left, t, lo), jnp.where(left, hi, t), jnp.where(left, g, g_lo)
+        newton = t - g / jnp.where(dg != 0, dg, 1.0)
+        inside = (newton >= lo) & (newton <= hi) & (dg != 0)
+        return (lo, hi, g_lo, jnp.where(inside, newton, 0.5 * (lo + hi))), None
 
-    (lo, hi, _), _ = jax.lax.scan(bisect, (lo, hi, g_lo), None, length=BISECTIONS[jnp.dtype(qi.dtype).itemsize])
-    r, _, valid = at(0.5 * (lo + hi))
+    (lo, hi, _, t), _ = jax.lax.scan(refine, (lo, hi, g_lo, 0.5 * (lo + hi)), None,
+                                     length=REFINEMENTS[jnp.dtype(qi.dtype).itemsize])
+    r, _, valid = at(t)
     good = change[cells] & valid
     return r[jnp.argmax(good)], jnp.any(good)
 
@@ -293,7 +348,7 @@ def local_solve(Wi: Array, qi: Array, mu: Array) -> Array:
     block (no normal stiffness) gets no impulse."""
     eps = jnp.finfo(qi.dtype).eps
     scale = jnp.maximum(jnp.trace(Wi), jnp.finfo(qi.dtype).tiny)
-    stick = -jnp.linalg.solve(Wi + eps * scale * jnp.eye(3, dtype=qi.dtype), qi)
+    stick = -linalg.inverse3(Wi + eps * scale * jnp.eye(3, dtype=qi.dtype)) @ qi
     inside = (stick[0] > 0) & (jnp.sqrt(stick[1:] @ stick[1:]) <= mu * stick[0] * (1 + 1e3 * eps))
     slide, found = _slide(Wi, qi, mu)
     fallback = qp.project_cone(stick, mu)  # no bracket (a grid cell holding two roots)
@@ -329,29 +384,34 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
 
 
 def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0,
-             eliminate: tuple = ((), False)) -> tuple[Array, qp.Stats]:
+             eliminate: tuple = ((), False), factors=None, skip=None) -> tuple[Array, qp.Stats]:
     """The convex cone QP ``min 1/2 r^T W r + q^T r`` over the cones and the rows'
     intervals (the shared solver; its bounds cover every variable, cones ignore theirs;
-    ``eliminate``: its rows minimised out first, and whether to check their bounds)."""
+    ``eliminate``: its rows minimised out first, and whether to check their bounds;
+    ``factors``: W's low-rank part, for the QP's Newton steps)."""
     pad = jnp.zeros((3 * p.mu.shape[0],), q.dtype)
     bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
-    return qp.solve(qp.QP(p.W, q, *bounds, p.mu), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]),
-                    smoothing=smoothing, eliminate=eliminate[0], check_bounds=eliminate[1])
+    return qp.solve(qp.QP(p.W, q, *bounds, p.mu, factors=factors), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]),
+                    smoothing=smoothing, eliminate=eliminate[0], check_bounds=eliminate[1], skip=skip)
 
 
-def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int) -> tuple[Array, Array]:
+def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int, factors=None,
+                  warm: Array | bool = False) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
-    below converge (from zero they cycle on 1-2 % of random problems). Returns the
-    start and the QP iterations it took."""
+    below converge (from zero they cycle on 1-2 % of random problems). Where ``warm``
+    (a nonzero warm start, last step's impulses) the QPs stop at a relative step of
+    ``WARM_START_TOL`` (or ``tol``, if looser). Returns the start and the QP
+    iterations it took."""
     m = p.mu.shape[0]
+    tol = jnp.where(warm, jnp.maximum(tol, WARM_START_TOL), tol)
 
     def one(r, _):
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
         shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
         q = p.q.at[:3 * m:3].add(shift)
-        r, st = _cone_qp(p, q, r, tol, qp_iter)
+        r, st = _cone_qp(p, q, r, tol, qp_iter, factors=factors)
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
@@ -373,14 +433,17 @@ class _SweepData(NamedTuple):
     start: Array  # (n,) the convex start, where a restart begins again
     qn: Array  # () 1 + ||q||, the residual's normalisation
     tol: Array  # () natural-map tolerance
+    factors: tuple | None  # (U (n, k), V (n, k) or None for U): W = diag(c) + U V^T; None: dense Newton
+    c: Array | None  # (n,) that diagonal
 
 
-def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[int, int]) -> tuple[Array, Stats]:
+def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
+               start: tuple[int, int]) -> tuple[Array, Stats]:
     """Gauss-Seidel sweeps with exact one-contact solves (global progress), each
     followed by a semismooth Newton step on the Alart-Curnier function that is kept
     only where it lowers the residual (quadratic convergence near the solution).
-    ``tols``: (natural-map tolerance, start QPs' tolerance); ``start``: (QPs, cap on
-    each one's iterations)."""
+    ``tols``: (natural-map tolerance, start QPs' tolerance); ``factors``: W's
+    low-rank part ``(U, V)`` or None; ``start``: (QPs, cap on each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
     restart = max(max_iter // 2, 1)  # sweeps after which the run restarts with PROX[1]
 
@@ -389,8 +452,6 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[
 
     def step(d: _SweepData, c: _Exact) -> _Exact:
         p = d.p
-        eye = jnp.eye(n, dtype=c.r.dtype)
-        ridge = (1e-12 if c.r.dtype == jnp.float64 else 1e-6) * eye
         alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into
@@ -398,35 +459,44 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, max_iter: int, start: tuple[
         r1 = _sweep(p, r_in, jnp.where(c.it >= restart, PROX[1], PROX[0]))
         u1 = p.W @ r1 + p.q
         res1 = res_at(d, r1, u1)
-        J, F = _jacobian(p, d.rho, r1, u1), _phi(p, d.rho, r1, u1)
-        newton = -linalg.solve(J + ridge, F)
-        lm = -linalg.cho_solve(linalg.cho_factor(J.T @ J + jnp.linalg.norm(F) * eye), J.T @ F)
-        trials = r1 + (alphas[:, None, None] * jnp.stack([newton, lm])).reshape(-1, n)
+        F = _phi(p, d.rho, r1, u1)
+        # one damped Newton step (W + diag(eps) in its Jacobian, eps shrinking with the
+        # residual): where W is rank-deficient the undamped one is not defined
+        floor = 1e-12 if c.r.dtype == jnp.float64 else 1e-6
+        eps = (jnp.minimum(NEWTON_DAMPING[0], NEWTON_DAMPING[1] * res1) + floor) / d.rho
+        if d.factors is None:
+            dr = -linalg.solve(_jacobian(p._replace(W=p.W + jnp.diag(eps)), d.rho, r1, u1), F)
+        else:  # the same system, in the factors' k dimensions
+            dr = _lowrank_newton(p, d.rho, r1, u1, F, d.factors, d.c, eps)
+        trials = r1 + alphas[:, None] * dr
         res = jax.vmap(lambda r: res_at(d, r, p.W @ r + p.q))(trials)
         res = jnp.where(jnp.isfinite(res), res, jnp.inf)
         best = jnp.argmin(res)
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
-    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start)
-    data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0])
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, factors,
+                                         jnp.any(r0 != 0))
+    c = None if factors is None else jnp.maximum(
+        jnp.diagonal(p.W) - jnp.sum(factors[0] * factors[factors[1] is not None], -1), 0.0)
+    data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
     c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
                               _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
-def _exact(p: _Problem, r0: Array, tols: Array, smoothing: Array, max_iter: int,
+@functools.partial(jax.custom_jvp, nondiff_argnums=(5, 6))
+def _exact(p: _Problem, r0: Array, tols: Array, smoothing: Array, factors, max_iter: int,
            start: tuple[int, int]) -> tuple[Array, Stats]:
-    return _exact_run(p, r0, tols, max_iter, start)
+    return _exact_run(p, r0, tols, factors, max_iter, start)
 
 
 @_exact.defjvp
 @full_precision
 def _exact_jvp(max_iter, start, primals, tangents):
-    p, r0, tols, smoothing = primals
+    p, r0, tols, smoothing, factors = primals
     dp = tangents[0]
-    r, stats = _exact_run(p, r0, tols, max_iter, start)
+    r, stats = _exact_run(p, r0, tols, factors, max_iter, start)
     r = jax.lax.stop_gradient(r)
     rho = _rho(p.W, p.mu.shape[0])
     width = smoothing * rho  # (n,) the smoothing speed as an impulse per variable
@@ -484,7 +554,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
           start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
           start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0, eliminate: tuple[int, ...] = (),
-          check_bounds: bool = False) -> tuple[Array, Array, Stats]:
+          check_bounds: bool = False, factors: tuple[Array, Array | None] | None = None
+          ) -> tuple[Array, Array, Stats]:
     """Solve one frictional contact problem (module docstring).
 
     Args:
@@ -499,7 +570,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
-        from ``r0`` itself; a warm start from the last step needs few).
+        from ``r0`` itself; from a nonzero ``r0`` they stop at a relative step of
+        ``WARM_START_TOL``, or ``start_tol`` if looser).
       start_tol, start_iterations: relative-step tolerance (default ``tol``) and
         static iteration cap of each of those QPs (a step bounds its cost with
         the QP's own settings; a loose start only costs sweeps).
@@ -511,6 +583,12 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       eliminate, check_bounds: ``anitescu-tasora`` only: rows (indices among all n
         variables, after the contacts) that the QP minimises out before iterating,
         and whether their bounds are checked after (``qp.solve``'s; servo rows).
+      factors: optional ``(U, V)``, U (n, k) and V (n, k) or None (then U), with
+        ``W - U V^T`` diagonal (a Delassus operator ``J M^-1 J^T`` has ``U = J L^-T``,
+        ``L L^T = M``, k = the dof). ``exact`` then solves its Newton steps, and
+        ``exact``'s start and ``anitescu-tasora`` their QPs' Newton steps, in k
+        dimensions instead of n (``_lowrank_newton``, ``qp.QP``). They must describe
+        W; gradients come from W, not from them.
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
@@ -528,28 +606,36 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
     if method == "nakaoka" and isinstance(smoothing, (int, float)) and smoothing != 0:
         raise ValueError("friction.solve: method 'nakaoka' is differentiated through its sweeps and has no "
                          f"gradient smoothing; got smoothing={smoothing}")
-    return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, method,
-                  int(max_iter), int(start_passes), int(start_iterations),
+    if factors is not None:
+        U, V = factors
+        if U.ndim != 2 or U.shape[0] != n or U.shape[1] >= n or (V is not None and V.shape != U.shape):
+            raise ValueError(f"friction.solve: factors must be (U, V) with U (n, k), k < n = {n}, and V None or "
+                             f"U's shape; got U {U.shape}, V {None if V is None else V.shape}")
+    return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, factors,
+                  method, int(max_iter), int(start_passes), int(start_iterations),
                   (tuple(int(i) for i in eliminate), bool(check_bounds)))
 
 
-@functools.partial(jax.jit, static_argnums=(9, 10, 11, 12, 13))
+@functools.partial(jax.jit, static_argnums=(10, 11, 12, 13, 14))
 @full_precision
-def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoothing, method: str, max_iter: int,
-           start_passes: int, start_iterations: int, eliminate: tuple) -> tuple[Array, Array, Stats]:
+def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoothing, factors, method: str,
+           max_iter: int, start_passes: int, start_iterations: int, eliminate: tuple) -> tuple[Array, Array, Stats]:
     n = q.shape[-1]
     dtype = jnp.result_type(W.dtype, q.dtype)
     W, q, mu = W.astype(dtype), q.astype(dtype), mu.astype(dtype)
+    if factors is not None:  # read as data only, never differentiated
+        factors = tuple(None if f is None else jax.lax.stop_gradient(jnp.asarray(f, dtype)) for f in factors)
     lower, upper = _bounds(q, mu, lower, upper)
     p = _Problem(W, q, mu, lower, upper)
     r0 = jnp.zeros((n,), dtype) if r0 is None else jnp.asarray(r0, dtype)
     if method == "exact":
         tols = jnp.stack([jnp.asarray(tol, dtype), jnp.asarray(start_tol, dtype)])
         smoothing = jax.lax.stop_gradient(jnp.asarray(smoothing, dtype))
-        r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, smoothing, max_iter, (start_passes, start_iterations))
+        r, stats = _exact(p, jax.lax.stop_gradient(r0), tols, smoothing, factors, max_iter,
+                          (start_passes, start_iterations))
         stats = Stats(stats.iterations, jax.lax.stop_gradient(stats.residual))
     elif method == "anitescu-tasora":
-        r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing, eliminate)
+        r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing, eliminate, factors)
         stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
     else:
         r = _nakaoka(p, r0, max_iter)

@@ -32,21 +32,6 @@ from jaxsim import linalg
 Array = jax.Array
 
 
-def _inverse3(a: Array) -> Array:
-    """Inverses of symmetric (..., 3, 3) blocks by their adjugates (a batched LAPACK
-    inverse would be a custom call: ``jaxsim.linalg``'s docstring)."""
-    c00 = a[..., 1, 1] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 1]
-    c01 = a[..., 1, 2] * a[..., 2, 0] - a[..., 1, 0] * a[..., 2, 2]
-    c02 = a[..., 1, 0] * a[..., 2, 1] - a[..., 1, 1] * a[..., 2, 0]
-    c11 = a[..., 0, 0] * a[..., 2, 2] - a[..., 0, 2] * a[..., 2, 0]
-    c12 = a[..., 0, 1] * a[..., 2, 0] - a[..., 0, 0] * a[..., 2, 1]
-    c22 = a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
-    det = a[..., 0, 0] * c00 + a[..., 0, 1] * c01 + a[..., 0, 2] * c02
-    adj = jnp.stack([jnp.stack([c00, c01, c02], -1), jnp.stack([c01, c11, c12], -1),
-                     jnp.stack([c02, c12, c22], -1)], -2)
-    return adj / det[..., None, None]
-
-
 def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: Array | None, p: Array,
                         ridge: Array) -> Array:
     """``dx`` with ``(I - D + eta D H) dx = p`` for ``H = diag(c) + U W^T`` (module docstring).
@@ -92,7 +77,7 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
     coupled = jnp.concatenate([jnp.einsum("cij,cj->ci", C1, y_off[:k3].reshape(ncone, 3)).reshape(-1),
                                c[k3:] * y_off[k3:]]) + U1 @ (W1.T @ y_off)
     rhs = jnp.where(on, p1 / step - coupled, 0.0)
-    Gi_c = _inverse3(G_c)
+    Gi_c = linalg.inverse3(G_c)
 
     def g_inv(M):  # G^-1 M for M (n, ...)
         top = jnp.einsum("cij,cj...->ci...", Gi_c, M[:k3].reshape((ncone, 3) + M.shape[1:]))
