@@ -37,7 +37,8 @@ Friction (``solver``, static), with the pair's kinetic coefficient:
   Gauss-Seidel with exact one-contact solves and semismooth Newton steps, to the
   natural-map residual ``tolerance``; warm-started from last step's impulses,
   ``start_passes`` convex solves first (each with the QP's ``solver_iterations`` and
-  ``solver_tol``, loosened from a warm start: ``friction.WARM_START_TOL``). The
+  ``solver_tol``, loosened from a warm start where ``A`` is factored:
+  ``friction.WARM_START_TOL``). The
   Newton steps are solved in the dof's dimension through ``A``'s factors
   (``common.low_rank_factors``), as are the QPs' own. Gradients: implicit, at the
   solution.

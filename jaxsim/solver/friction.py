@@ -18,8 +18,8 @@ zero exactly at a solution (``residual``). Methods (``solve``):
 
 * ``"exact"``: Coulomb's law itself. Start: De Saxce's fixed point by convex solves
   (``_convex_start``: cone QPs with the normal velocity shifted by ``mu ||u_T||`` of
-  the previous pass), from ``r0``; from a nonzero (warm) ``r0`` the QPs stop at a
-  looser tolerance (``WARM_START_TOL``). Then
+  the previous pass), from ``r0``; from a nonzero (warm) ``r0``, given W's factors,
+  the QPs stop at a looser tolerance (``WARM_START_TOL``). Then
   non-smooth Gauss-Seidel sweeps (NSGS, Siconos' workhorse): each contact solved
   exactly with the others held (``local_solve``: separate, stick or slide, the slip
   angle bracketed on a grid and found by safeguarded Newton steps), with a small
@@ -396,16 +396,15 @@ def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0
 
 
 def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int, factors=None,
-                  warm: Array | bool = False) -> tuple[Array, Array]:
+                  loose: Array | bool = False) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
-    below converge (from zero they cycle on 1-2 % of random problems). Where ``warm``
-    (a nonzero warm start, last step's impulses) the QPs stop at a relative step of
-    ``WARM_START_TOL`` (or ``tol``, if looser). Returns the start and the QP
-    iterations it took."""
+    below converge (from zero they cycle on 1-2 % of random problems). Where
+    ``loose``, the QPs stop at a relative step of ``WARM_START_TOL`` (or ``tol``, if
+    looser). Returns the start and the QP iterations it took."""
     m = p.mu.shape[0]
-    tol = jnp.where(warm, jnp.maximum(tol, WARM_START_TOL), tol)
+    tol = jnp.where(loose, jnp.maximum(tol, WARM_START_TOL), tol)
 
     def one(r, _):
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
@@ -475,8 +474,10 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         better = res[best] < res1
         return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
 
-    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, factors,
-                                         jnp.any(r0 != 0))
+    # a loose start from a warm one where W is factored: more rows than dof, whose QPs
+    # converge slowly at the end; small problems' QPs end in an iteration or two
+    loose = jnp.any(r0 != 0) & (factors is not None)
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, factors, loose)
     c = None if factors is None else jnp.maximum(
         jnp.diagonal(p.W) - jnp.sum(factors[0] * factors[factors[1] is not None], -1), 0.0)
     data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
@@ -570,8 +571,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
-        from ``r0`` itself; from a nonzero ``r0`` they stop at a relative step of
-        ``WARM_START_TOL``, or ``start_tol`` if looser).
+        from ``r0`` itself; from a nonzero ``r0``, given ``factors``, they stop at a
+        relative step of ``WARM_START_TOL``, or ``start_tol`` if looser).
       start_tol, start_iterations: relative-step tolerance (default ``tol``) and
         static iteration cap of each of those QPs (a step bounds its cost with
         the QP's own settings; a loose start only costs sweeps).
