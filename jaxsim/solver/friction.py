@@ -384,15 +384,16 @@ def _sweep(p: _Problem, r: Array, prox: Array) -> Array:
 
 
 def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0,
-             eliminate: tuple = ((), False), factors=None, skip=None) -> tuple[Array, qp.Stats]:
+             eliminate: tuple = ((), False), factors=None) -> tuple[Array, qp.Stats]:
     """The convex cone QP ``min 1/2 r^T W r + q^T r`` over the cones and the rows'
     intervals (the shared solver; its bounds cover every variable, cones ignore theirs;
     ``eliminate``: its rows minimised out first, and whether to check their bounds;
     ``factors``: W's low-rank part, for the QP's Newton steps)."""
     pad = jnp.zeros((3 * p.mu.shape[0],), q.dtype)
     bounds = jnp.concatenate([pad, p.lower]), jnp.concatenate([pad, p.upper])
-    return qp.solve(qp.QP(p.W, q, *bounds, p.mu, factors=factors), r0, tol, max_iter=max_iter, block=(3, p.mu.shape[0]),
-                    smoothing=smoothing, eliminate=eliminate[0], check_bounds=eliminate[1], skip=skip)
+    return qp.solve(qp.QP(p.W, q, *bounds, p.mu, factors=factors), r0, tol, max_iter=max_iter,
+                    block=(3, p.mu.shape[0]), smoothing=smoothing, eliminate=eliminate[0],
+                    check_bounds=eliminate[1])
 
 
 def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int, factors=None,
