@@ -71,7 +71,7 @@ import numpy as np
 
 from jaxsim import linalg
 from jaxsim.precision import full_precision
-from jaxsim.solver import compaction, qp
+from jaxsim.solver import compaction, lowrank, qp
 
 Array = jax.Array
 METHODS = ("exact", "anitescu-tasora", "nakaoka")
@@ -479,8 +479,7 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     # converge slowly at the end; small problems' QPs end in an iteration or two
     loose = jnp.any(r0 != 0) & (factors is not None)
     start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, factors, loose)
-    c = None if factors is None else jnp.maximum(
-        jnp.diagonal(p.W) - jnp.sum(factors[0] * factors[factors[1] is not None], -1), 0.0)
+    c = None if factors is None else lowrank.diagonal_part(jnp.diagonal(p.W), *factors)
     data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
     c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
                               _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))

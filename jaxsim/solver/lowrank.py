@@ -32,6 +32,12 @@ from jaxsim import linalg
 Array = jax.Array
 
 
+def diagonal_part(diag: Array, U: Array, W: Array | None) -> Array:
+    """(n,) ``c`` with ``H = diag(c) + U W^T`` (W None: ``U U^T``), from H's diagonal
+    ``diag``; clipped at 0 against rounding."""
+    return jnp.maximum(diag - jnp.sum(U * (U if W is None else W), -1), 0.0)
+
+
 def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: Array | None, p: Array,
                         ridge: Array) -> Array:
     """``dx`` with ``(I - D + eta D H) dx = p`` for ``H = diag(c) + U W^T`` (module docstring).

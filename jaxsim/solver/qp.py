@@ -348,7 +348,7 @@ def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: flo
     d = jnp.concatenate([dc.reshape(-1), _free(qp, z)])
     diag = jnp.diagonal(qp.H)
     ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.maximum(jnp.mean(jnp.abs(diag)), jnp.finfo(x.dtype).eps)
-    compliance = jnp.maximum(diag - jnp.sum(U * (U if W is None else W), -1), 0.0)
+    compliance = lowrank.diagonal_part(diag, U, W)
     dx = lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, -F, ridge)
     lengths = jnp.asarray(NEWTON_LENGTHS, x.dtype)
     trials = jax.vmap(lambda a: project(x + a * dx, qp.lower, qp.upper, qp.mu))(lengths)
