@@ -29,7 +29,7 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   undamped step undefined), 8 step lengths tried at once and kept only where the
   residual drops. Given W's low-rank factors (``factors``: ``W = diag(c) + U V^T``,
   as a Delassus operator is), that step is solved in their k dimensions
-  (``_lowrank_newton``) and the start's QPs take their Newton steps the same way.
+  (``_lowrank_newton``); the start's QPs run the projected gradient alone.
   Sweeps that have not converged after half of ``max_iter`` start again from the
   start with a stronger proximal term: on a few percent of rank-deficient problems
   (more contact rows than the bodies' degrees of freedom, as when boxes rest on a
@@ -396,14 +396,18 @@ def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0
                     check_bounds=eliminate[1])
 
 
-def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int, factors=None,
+def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
                   loose: Array | bool = False) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
     normal velocity shifted by ``s_i = mu_i ||u_T,i||`` of the previous pass, whose fixed
     point is Coulomb's law. It rarely converges exactly, but it lands where the sweeps
     below converge (from zero they cycle on 1-2 % of random problems). Where
     ``loose``, the QPs stop at a relative step of ``WARM_START_TOL`` (or ``tol``, if
-    looser). Returns the start and the QP iterations it took."""
+    looser). The QPs run the projected gradient alone, without Newton steps through
+    W's factors: from the previous pass's point a few iterations finish them, and a
+    Newton step costs several (on eight boxes' captured problems the exact solve took
+    a quarter less time without them, at the same residuals). Returns the start and
+    the QP iterations it took."""
     m = p.mu.shape[0]
     tol = jnp.where(loose, jnp.maximum(tol, WARM_START_TOL), tol)
 
@@ -411,7 +415,7 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
         u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
         shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
         q = p.q.at[:3 * m:3].add(shift)
-        r, st = _cone_qp(p, q, r, tol, qp_iter, factors=factors)
+        r, st = _cone_qp(p, q, r, tol, qp_iter)
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
@@ -478,7 +482,7 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     # a loose start from a warm one where W is factored: more rows than dof, whose QPs
     # converge slowly at the end; small problems' QPs end in an iteration or two
     loose = jnp.any(r0 != 0) & (factors is not None)
-    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, factors, loose)
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, loose)
     c = None if factors is None else lowrank.diagonal_part(jnp.diagonal(p.W), *factors)
     data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
     c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
@@ -587,9 +591,10 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       factors: optional ``(U, V)``, U (n, k) and V (n, k) or None (then U), with
         ``W - U V^T`` diagonal (a Delassus operator ``J M^-1 J^T`` has ``U = J L^-T``,
         ``L L^T = M``, k = the dof). ``exact`` then solves its Newton steps, and
-        ``exact``'s start and ``anitescu-tasora`` their QPs' Newton steps, in k
-        dimensions instead of n (``_lowrank_newton``, ``qp.QP``). They must describe
-        W; gradients come from W, not from them.
+        ``anitescu-tasora`` its QP's Newton steps, in k dimensions instead of n
+        (``_lowrank_newton``, ``qp.QP``); ``exact`` also starts from a warm ``r0``
+        with looser QPs (``WARM_START_TOL``). They must describe W; gradients come
+        from W, not from them.
 
     Returns:
       (r (n,) impulses, u = W r + q (n,), Stats(iterations, natural-map residual)).
