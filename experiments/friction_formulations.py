@@ -11,7 +11,7 @@
 
 Per scene and formulation: the natural-map residual of every step (Siconos'
 normalisation, ``State.solver.residual``: mean and max over the run), the solver's
-iterations (exact: sweeps; anitescu-tasora: QP iterations; nakaoka: fixed sweeps),
+iterations (exact: sweeps; anitescu-tasora: QP iterations; nakaoka: sweeps run),
 steps/s of one env (jit, float64, CPU; compile excluded) and the scene's physical
 check. Writes a JSON table and a PNG of the residual over time. Run from the
 repository root:

@@ -219,7 +219,8 @@ def test_nakaoka_is_per_contact_projected_gauss_seidel():
     """Nakaoka's sweeps against the method written out row by row in NumPy: per
     contact the normal row updated and clamped at 0, then each tangent row updated
     with the rows before it already new, the pair scaled into the disk of radius ``mu
-    r_n``; 20 sweeps from zero on six stacked-body problems."""
+    r_n``; 20 sweeps from zero on six stacked-body problems, and with a tolerance
+    the first sweep whose change is below it is the last."""
     def reference(W, q, mu, sweeps):
         r, inv = np.zeros_like(q), 1.0 / np.diagonal(W)
         for _ in range(sweeps):
@@ -232,11 +233,26 @@ def test_nakaoka_is_per_contact_projected_gauss_seidel():
                 r[k + 1:k + 3] *= min(1.0, mu[i] * r[k] / norm_t) if norm_t > 0 else 1.0
         return r
 
+    stopped = 0
     for seed in range(6):
         W, q, mu = local_problem(seed)
-        r, _, _ = friction.solve(W, q, mu, "nakaoka", max_iter=20)
+        r, _, st = friction.solve(W, q, mu, "nakaoka", max_iter=20, tol=0.0)
         expected = reference(W, q, mu, 20)
         np.testing.assert_allclose(r, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+        # with a tolerance: it stops after the first sweep that changes r by at most
+        # tol relative to its largest entry, and at the reference's sweeps up to there
+        tol = 1e-6
+        r, _, st = friction.solve(W, q, mu, "nakaoka", max_iter=200, tol=tol)
+        k = int(st.iterations)
+        if k < 200:  # (where it runs all 200, some problems cycle: rounding then grows)
+            stopped += 1
+            before, expected = reference(W, q, mu, k - 1), reference(W, q, mu, k)
+            np.testing.assert_allclose(r, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+            assert np.abs(expected - before).max() <= tol * np.abs(expected).max()
+            if k >= 2:
+                earlier = reference(W, q, mu, k - 2)
+                assert np.abs(before - earlier).max() > tol * np.abs(before).max()
+    assert stopped >= 3, stopped
 
 
 @pytest.mark.parametrize("case", ["sticking", "sliding"])

@@ -40,12 +40,13 @@ Friction (``solver``, static), with the pair's kinetic coefficient:
   ``solver_tol``, loosened from a warm start where ``A`` is factored:
   ``friction.WARM_START_TOL``). The
   Newton steps are solved in the dof's dimension through ``A``'s factors
-  (``common.low_rank_factors``), as are the QPs' own. Gradients: implicit, at the
-  solution.
+  (``common.low_rank_factors``); the start's QPs run the projected gradient alone.
+  Gradients: implicit, at the solution.
 * ``"anitescu-tasora"``: the convex cone QP (Chrono): fast, but a sliding contact
   leaves with a normal velocity ``mu |v_t|`` (it hovers). Gradients: implicit.
-* ``"nakaoka"``: Choreonoid's per-contact projection, ``sweeps`` Gauss-Seidel
-  sweeps: fast, not converged to Coulomb's law. Gradients: unrolled sweeps.
+* ``"nakaoka"``: Choreonoid's per-contact projection, up to ``sweeps`` Gauss-Seidel
+  sweeps, stopping once one changes the impulses by at most ``sweep_tol`` (relative):
+  fast, not converged to Coulomb's law. Gradients: unrolled sweeps.
 
 ``SolverStats.residual`` is the natural-map residual of the step's solution (Siconos'
 normalisation, ``friction.residual``) for every friction model, so they compare.
@@ -69,10 +70,12 @@ Array = jax.Array
 class ConeParams:
     zeta: Array = param(1.0, "damping ratio of the Baumgarte-like relaxation (1: critical)")
     delta: Array = param(0.0, "s, its time constant; the model uses max(delta, dt) (default: dt)")
-    sweep_tol: Array = param(1e-8, "natural-map residual at which 'exact' stops (raised to 100 eps of the dtype)")
+    sweep_tol: Array = param(1e-8, "where the sweeps stop: 'exact' at this natural-map residual, 'nakaoka' once a "
+                             "sweep changes the impulses by this much relative to their largest (raised to 100 eps "
+                             "of the dtype)")
     solver: str = param("exact", "'exact' (Coulomb), 'anitescu-tasora' (convex cone QP) or 'nakaoka' "
                         "(per-contact projection)", static=True, choices=friction.METHODS)
-    sweeps: int = param(50, "cap on 'exact' sweeps; 'nakaoka' runs exactly this many (static)", minimum=1,
+    sweeps: int = param(50, "cap on the sweeps of 'exact' and 'nakaoka' (static)", minimum=1,
                         static=True)
     start_passes: int = param(2, "convex QPs that start 'exact' each step (static)", minimum=0, static=True)
 

@@ -48,7 +48,9 @@ zero exactly at a solution (``residual``). Methods (``solve``):
 * ``"nakaoka"``: Choreonoid's per-contact projection in Gauss-Seidel sweeps: per
   contact the normal row is updated and clamped to ``>= 0``, then the two tangent
   rows, and the tangential pair is scaled into the disk of radius ``mu r_n``; then
-  each interval row, clamped. ``max_iter`` fixed sweeps (``lax.scan``).
+  each interval row, clamped. Up to ``max_iter`` sweeps (``lax.scan``), stopping
+  once a sweep changes the impulses by at most ``tol`` relative to their largest
+  (as Choreonoid's solver stops on its error criterion).
 
 Gradients: ``exact`` by the implicit function theorem at ``F(r*) = 0``
 (``J_F dr = -dF/dtheta dtheta``, a ``custom_jvp`` that JAX transposes for reverse
@@ -56,7 +58,7 @@ mode); at a kink of ``P_K`` or of ``||u_T||`` (a contact exactly at the cone's a
 or surface, or ``u_T = 0``) the derivative is the one-sided one that JAX's
 ``jnp.where`` branches select (the inside/sticking branch on the boundary, tangent
 direction derivative zero at ``u_T = 0``). ``anitescu-tasora``: ``solver/qp.py``'s
-implicit rule. ``nakaoka``: the fixed sweeps are differentiated as they run. The
+implicit rule. ``nakaoka``: the sweeps are differentiated as they run. The
 ``smoothing`` of ``solve`` blends the first two's switches in the derivative only.
 """
 
@@ -514,7 +516,12 @@ def _exact_jvp(max_iter, start, primals, tangents):
     return (r, stats), (dr, zeros)
 
 
-def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
+def _nakaoka(p: _Problem, r0: Array, sweeps: int, tol: Array) -> tuple[Array, Array]:
+    """At most ``sweeps`` sweeps (module docstring); once a sweep changes the impulses
+    by at most ``tol`` relative to their largest, the remaining ones are skipped (a
+    ``lax.cond``: skipped work for one problem, a select under ``vmap``; unlike a
+    ``while_loop`` it stays reverse-differentiable). Returns the impulses and the
+    sweeps run."""
     m = p.mu.shape[0]
     W, q = p.W, p.q
     diag = jnp.diagonal(W)
@@ -544,15 +551,24 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int) -> Array:
         x = jnp.clip(r[k] - inv[k] * (W[k] @ r + q[k]), p.lower[j], p.upper[j])
         return r.at[k].set(jnp.where(diag[k] > 0, x, 0.0)), None
 
-    def sweep(r, _):
+    def one_sweep(r):
         if m:
             r, _ = jax.lax.scan(contact, r, (jnp.arange(m), rows_c, block_c, q_c, inv_c, p.mu))
         if nr:
             r, _ = jax.lax.scan(row, r, jnp.arange(nr))
-        return r, None
+        return r
 
-    r, _ = jax.lax.scan(sweep, project(r0, p.mu, p.lower, p.upper), None, length=sweeps)
-    return r
+    floor = 1e-12 if r0.dtype == jnp.float64 else 1e-6
+
+    def sweep(carry, _):
+        r, done, count = carry
+        new = jax.lax.cond(done, lambda r: r, one_sweep, r)
+        change = jnp.max(jnp.abs(new - r), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(new), initial=0.0), floor)
+        return (new, done | (change <= tol), count + (~done).astype(jnp.int32)), None
+
+    start = (project(r0, p.mu, p.lower, p.upper), jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+    (r, _, count), _ = jax.lax.scan(sweep, start, None, length=sweeps)
+    return r, count
 
 
 def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
@@ -569,9 +585,9 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       mu: (m,) friction coefficients; the first 3 m variables are the contacts
         (normal, tangent, tangent), the remaining n - 3 m interval rows.
       method: static, ``"exact"``, ``"anitescu-tasora"`` or ``"nakaoka"``.
-      tol: natural-map residual (``exact``) or relative step (``anitescu-tasora``)
-        at which to stop; ``nakaoka`` runs ``max_iter`` sweeps.
-      max_iter: static cap on Newton steps, QP iterations or (exactly) sweeps.
+      tol: natural-map residual (``exact``), relative step (``anitescu-tasora``) or
+        a sweep's relative change of the impulses (``nakaoka``) at which to stop.
+      max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations.
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
@@ -644,6 +660,6 @@ def _solve(W: Array, q: Array, mu: Array, r0, lower, upper, tol, start_tol, smoo
         r, st = _cone_qp(p, q, r0, tol, max_iter, smoothing, eliminate, factors)
         stats = Stats(st.iterations, residual(W, q, mu, r, lower, upper))
     else:
-        r = _nakaoka(p, r0, max_iter)
-        stats = Stats(jnp.asarray(max_iter, jnp.int32), residual(W, q, mu, r, lower, upper))
+        r, sweeps = _nakaoka(p, r0, max_iter, jax.lax.stop_gradient(jnp.asarray(tol, dtype)))
+        stats = Stats(sweeps, residual(W, q, mu, r, lower, upper))
     return r, W @ r + q, stats
