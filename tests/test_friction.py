@@ -206,8 +206,8 @@ def test_low_rank_newton_step_solves_the_damped_newton_system(low_rank_problems)
 
 
 def test_exact_with_factors_reaches_1e_8(low_rank_problems):
-    """Exact Coulomb with W's factors (its Newton steps and its start's QPs in K dims),
-    with its defaults, below 1e-8 (``coulomb_residual``) on the 12 problems."""
+    """Exact Coulomb with W's factors (its Newton steps in K dims), with its defaults,
+    below 1e-8 (``coulomb_residual``) on the 12 problems."""
     W, q, mu, U, c = low_rank_problems
     solve = jax.jit(jax.vmap(lambda W, q, mu, U: friction.solve(W, q, mu, "exact", factors=(U, None))[0]))
     r = np.asarray(solve(W, q, mu, U))
@@ -236,7 +236,7 @@ def test_nakaoka_is_per_contact_projected_gauss_seidel():
     stopped = 0
     for seed in range(6):
         W, q, mu = local_problem(seed)
-        r, _, st = friction.solve(W, q, mu, "nakaoka", max_iter=20, tol=0.0)
+        r, _, _ = friction.solve(W, q, mu, "nakaoka", max_iter=20, tol=0.0)
         expected = reference(W, q, mu, 20)
         np.testing.assert_allclose(r, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
         # with a tolerance: it stops after the first sweep that changes r by at most

@@ -558,7 +558,7 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int, tol: Array) -> tuple[Array, Ar
             r, _ = jax.lax.scan(row, r, jnp.arange(nr))
         return r
 
-    floor = 1e-12 if r0.dtype == jnp.float64 else 1e-6
+    floor = qp._floor(r0.dtype)  # the QP's relative-step floor: the same measure
 
     def sweep(carry, _):
         r, done, count = carry
