@@ -30,17 +30,20 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   residual drops. Given W's low-rank factors (``factors``: ``W = diag(c) + U V^T``,
   as a Delassus operator is), that step is solved in their k dimensions
   (``_lowrank_newton``); the start's QPs run the projected gradient alone.
-  Sweeps that have not converged after half of ``max_iter`` start again from the
-  start with a stronger proximal term: on a few percent of rank-deficient problems
-  (more contact rows than the bodies' degrees of freedom, as when boxes rest on a
-  floor) the first run cycles, and the restart breaks the cycle. Stops at
-  ``residual <= tol`` or ``max_iter`` sweeps. Its ``iterations`` count the sweeps
+  Sweeps that have not converged after 50 (or half of ``max_iter``, if less) start
+  again from the start with a stronger proximal term for as many, then the first run
+  resumes where it stopped: on about 1 % of rank-deficient problems (more contact
+  rows than the bodies' degrees of freedom, as when boxes rest on a floor) the first
+  run cycles and the restart breaks the cycle, on fewer it converges slowly and the
+  resumed sweeps finish it. Stops at ``residual <= tol`` or ``max_iter`` sweeps
+  (default 300). Its ``iterations`` count the sweeps
   plus the start's QP iterations; under ``vmap`` the sweeps run only on the
-  problems still running (``compaction.while_loop``). With the
-  defaults, 2,999 of 3,000 random problems of 1-8 contacts on 1-5 stacked bodies
-  (up to 1,000:1 masses) and 599 of 600 with random contact Jacobians on 6-30 dof (a
-  third of them rank-deficient; both generators are ``tests/test_friction.py``'s)
-  reach 1e-8; the other two end at 2e-3 and 0.08.
+  problems still running (``compaction.while_loop``). With the defaults, of random
+  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses), 12,997 of
+  13,000 reach 1e-8, and of random problems with random contact Jacobians on 6-30
+  dof (a third of them rank-deficient), 3,595 of 3,600 (both generators are
+  ``tests/test_friction.py``'s); the others end between 7e-4 and 0.12, where the
+  sweeps neither converge nor settle.
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
   projected gradient of ``solver/qp.py``. A sliding contact gets the separating normal
@@ -77,6 +80,7 @@ from jaxsim.solver import compaction, lowrank, qp
 
 Array = jax.Array
 METHODS = ("exact", "anitescu-tasora", "nakaoka")
+MAX_ITER = {"exact": 300, "anitescu-tasora": 100, "nakaoka": 100}  # solve's default caps
 
 
 class Stats(NamedTuple):
@@ -280,7 +284,10 @@ def _lowrank_newton(p: _Problem, rho: Array, r: Array, u: Array, F: Array, facto
 SLIDE_GRID = 64  # slip directions tried by the one-contact solve before refining
 SLIDE_BRACKETS = 2  # sign changes of those that are refined
 REFINEMENTS = {4: 6, 8: 8}  # per itemsize: the slide's Newton steps on the slip angle (from a 0.1 rad bracket)
-PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
+# proximal weights of the sweeps (x the block's mean diagonal): the first run, then
+# each restart from the convex start; after the restarts the first run resumes
+PROX = (0.01, 1.0)
+RESTART_AFTER = 50  # sweeps per run before the next restart (half of max_iter if less)
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
 # from a warm start the start's QPs stop at this relative step: the sweeps finish the
@@ -428,6 +435,7 @@ class _Exact(NamedTuple):
     r: Array
     res: Array  # normalised natural-map residual (rho = 1)
     it: Array
+    held: Array  # (n,) where the first run stopped for the restart, resumed after it
 
 
 class _SweepData(NamedTuple):
@@ -451,7 +459,7 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     ``tols``: (natural-map tolerance, start QPs' tolerance); ``factors``: W's
     low-rank part ``(U, V)`` or None; ``start``: (QPs, cap on each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
-    restart = max(max_iter // 2, 1)  # sweeps after which the run restarts with PROX[1]
+    length = max(min(RESTART_AFTER, max_iter // 2), 1)  # sweeps per run
 
     def res_at(d: _SweepData, r, u):
         return jnp.linalg.norm(natural_map(r, u, d.p.mu, d.p.lower, d.p.upper)) / d.qn
@@ -461,8 +469,12 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into
-        r_in = jnp.where(c.it == restart, d.start, c.r)
-        r1 = _sweep(p, r_in, jnp.where(c.it >= restart, PROX[1], PROX[0]))
+        run = jnp.minimum(c.it // length, len(PROX))
+        first = (c.it % length == 0) & (c.it > 0) & (c.it <= len(PROX) * length)
+        r_in = jnp.where(first, jnp.where(run == len(PROX), c.held, d.start), c.r)
+        held = jnp.where(c.it == length, c.r, c.held)
+        prox = jnp.asarray(PROX + PROX[:1], c.r.dtype)  # per run; the resumed first run is the last
+        r1 = _sweep(p, r_in, prox[run])
         u1 = p.W @ r1 + p.q
         res1 = res_at(d, r1, u1)
         F = _phi(p, d.rho, r1, u1)
@@ -479,7 +491,7 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         res = jnp.where(jnp.isfinite(res), res, jnp.inf)
         best = jnp.argmin(res)
         better = res[best] < res1
-        return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1)
+        return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1, held)
 
     # a loose start from a warm one where W is factored: more rows than dof, whose QPs
     # converge slowly at the end; small problems' QPs end in an iteration or two
@@ -488,7 +500,7 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     c = None if factors is None else lowrank.diagonal_part(jnp.diagonal(p.W), *factors)
     data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
     c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
-                              _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32)))
+                              _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32), start))
     return c.r, Stats(c.it + qp_iterations, c.res)
 
 
@@ -571,7 +583,7 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int, tol: Array) -> tuple[Array, Ar
     return r, count
 
 
-def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int = 100,
+def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int | None = None,
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
           start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
           start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0, eliminate: tuple[int, ...] = (),
@@ -587,7 +599,9 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       method: static, ``"exact"``, ``"anitescu-tasora"`` or ``"nakaoka"``.
       tol: natural-map residual (``exact``), relative step (``anitescu-tasora``) or
         a sweep's relative change of the impulses (``nakaoka``) at which to stop.
-      max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations.
+      max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations
+        (default ``MAX_ITER[method]``: 300 for ``exact``, whose restart and resumed
+        run need them on a few problems in a thousand, 100 for the others).
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
@@ -634,7 +648,7 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
             raise ValueError(f"friction.solve: factors must be (U, V) with U (n, k), k < n = {n}, and V None or "
                              f"U's shape; got U {U.shape}, V {None if V is None else V.shape}")
     return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, factors,
-                  method, int(max_iter), int(start_passes), int(start_iterations),
+                  method, int(MAX_ITER[method] if max_iter is None else max_iter), int(start_passes), int(start_iterations),
                   (tuple(int(i) for i in eliminate), bool(check_bounds)))
 
 
