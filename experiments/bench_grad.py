@@ -8,7 +8,7 @@ contact model on the jaxsim side) and batch size, a loss of one env is
 
 from the scene's resting pose (bench_step.py: the pose each simulator reaches after
 --settle s) with initial velocity ``v0`` (nv,) and controls ``ctrls`` (steps, nu).
-Timed, each ``jit(vmap(.))`` over the batch, float32 (bench_step's timing: compile
+Timed, each ``jit(vmap(.))`` over the batch (a batch of one unbatched), float32 (bench_step's timing: compile
 excluded, best of 3 loops of >= --min-time s):
 
   forward   the loss
@@ -40,6 +40,7 @@ import numpy as np
 from mujoco import mjx
 
 import jaxsim
+from jaxsim import parallel
 from jaxsim.io import load_mjcf
 from bench_collision import load_mjx
 from bench_step import LIMITED, SCENES, scene_xml, settle, settle_jaxsim
@@ -71,8 +72,10 @@ def mjx_loss(mx, dx, q0, steps: int):
 
 
 def batched(loss, grad: bool):
+    """``vmap`` of the loss (or its ``value_and_grad``) over the batch; a batch of one
+    unbatched, for both simulators (``jaxsim.parallel.chunked_vmap``)."""
     f = jax.value_and_grad(loss, argnums=(0, 1)) if grad else loss
-    return jax.vmap(f)
+    return parallel.chunked_vmap(f, 0)
 
 
 def step_compile_s(f, *args) -> float:

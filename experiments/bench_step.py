@@ -13,6 +13,9 @@ and reports physics steps per second (batch * N * calls / seconds):
   * MJX    -- ``vmap(scan(mjx.step(mx, d)))`` on a batch of ``mjx.Data`` from
               ``mjx.put_model(mm)`` with the Newton solver (MJX rejects PGS, the
               default and humanoid.xml's choice); returns the final Data
+  * at batch 1 neither is vmapped: ``chunked_vmap`` runs one env as it is (a vmap
+    of one turns every ``while_loop`` body and ``cond`` into selects), and MJX
+    goes through the same function
   * MuJoCo -- batch 1 only: ``mujoco.mj_step`` N times in a Python loop on the same
               (Newton) MjModel, each call restarting from the same initial state
 
@@ -205,7 +208,7 @@ def mjx_steps(mx, steps: int):
     """Batched mjx.Data -> batched mjx.Data after ``steps`` steps."""
     def one(d):
         return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=steps)[0]
-    return jax.vmap(one)
+    return parallel.chunked_vmap(one, 0)  # a plain vmap; one env unbatched, as jaxsim's
 
 
 def jaxsim_init(model, q):

@@ -389,12 +389,16 @@ def chunked_vmap_leaves(fun: Callable, in_batched: tuple, chunk: int | None) -> 
             raise ValueError(f"chunked_vmap_leaves: in_batched has {len(flags)} leaves, the arguments {len(leaves)}")
         mapped = [x for x, f in zip(leaves, flags) if f]
         batch = mapped[0].shape[0] if mapped else 0
-        if not chunk or batch <= chunk:
-            return vfun(*args)
 
         def envs(xs):  # the full argument list around a slice of the batched leaves
             it = iter(xs)
+            if xs and xs[0].shape[0] == 1:  # one env: unbatched (see chunked_vmap)
+                out = fun(*treedef.unflatten([next(it)[0] if f else x for x, f in zip(leaves, flags)]))
+                return jax.tree.map(lambda y: jnp.expand_dims(y, 0), out)
             return vfun(*treedef.unflatten([next(it) if f else x for x, f in zip(leaves, flags)]))
+
+        if not chunk or batch <= chunk:
+            return envs(mapped) if mapped else vfun(*args)
 
         # (lax.map's own batch_size reshapes with -1, which fails on the State's empty
         # leaves, e.g. ``act`` without activations: the shapes are spelled out here)
@@ -416,7 +420,11 @@ def chunked_vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, 
     other, each chunk vmapped (envs left over when ``chunk`` does not divide the
     batch: one more vmap); results are those of the plain vmap (to the contact QP's
     tolerance: its step choices can follow rounding). ``chunk`` None or 0,
-    or a batch no larger than it: the plain vmap. With a ``mesh`` of several devices
+    or a batch no larger than it: the plain vmap. A batch (or a leftover) of one env
+    is not vmapped but run as one env with a batch axis added to its results: under
+    ``vmap`` a ``lax.cond`` runs both branches and a ``while_loop`` body selects
+    between old and new carries, which one env does not need (exact and Nakaoka
+    friction skip their converged sweeps by ``cond``). With a ``mesh`` of several devices
     the batch is first split over them (``jax.shard_map``: the batched arguments as
     ``shard_batch`` puts them, the others replicated) and each device chunks its own
     slice, so no chunk crosses devices.

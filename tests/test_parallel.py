@@ -214,3 +214,24 @@ def test_chunked_vmap_equals_vmap_and_default_chunk_follows_the_qp_size():
     assert sizes == [None, 64, 16, 4], sizes
     with pytest.raises(ValueError, match="in_axes must be 0 or None"):
         parallel.chunked_vmap(roll, 1, 2)
+
+
+def test_chunked_vmap_runs_one_env_unbatched():
+    """A batch of one, and the one env left over by chunks of 2 over 5, reach the
+    per-env function without ``vmap``'s batch tracers (so its ``cond`` and
+    ``while_loop`` run as written), and the results equal the per-env function's."""
+    seen = []
+
+    def fun(x, shared):
+        seen.append(type(x).__name__)
+        return jax.lax.cond(x[0] > 0, lambda: x * shared, lambda: -x), x.sum()
+
+    x, shared = jnp.arange(10.0).reshape(5, 2) - 3.0, jnp.float64(2.0)
+    for batch, chunk in ((1, None), (1, 4), (5, 2)):
+        seen.clear()
+        out = jax.jit(parallel.chunked_vmap(fun, (0, None), chunk))(x[:batch], shared)
+        # traced once per vmap: the chunks' body (batched), then the leftover env
+        assert seen == (["DynamicJaxprTracer"] if batch == 1 else ["BatchTracer", "DynamicJaxprTracer"]), seen
+        ref = [fun(xi, shared) for xi in x[:batch]]
+        for got, want in zip(out, zip(*ref)):
+            np.testing.assert_array_equal(np.asarray(got), np.stack(want))

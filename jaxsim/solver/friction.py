@@ -42,8 +42,8 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses), 12,997 of
   13,000 reach 1e-8, and of random problems with random contact Jacobians on 6-30
   dof (a third of them rank-deficient), 3,595 of 3,600 (both generators are
-  ``tests/test_friction.py``'s); the others end between 7e-4 and 0.12, where the
-  sweeps neither converge nor settle.
+  ``tests/test_friction.py``'s); the others end between 7e-4 and 0.12
+  (``experiments/exact_robustness.py``).
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
   projected gradient of ``solver/qp.py``. A sliding contact gets the separating normal
@@ -468,7 +468,8 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         p = d.p
         alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
-        # from the same start breaks the cycles the first run fell into
+        # from the same start breaks the cycles the first run fell into, and a first
+        # run that was converging slowly resumes from where the restart took over
         run = jnp.minimum(c.it // length, len(PROX))
         first = (c.it % length == 0) & (c.it > 0) & (c.it <= len(PROX) * length)
         r_in = jnp.where(first, jnp.where(run == len(PROX), c.held, d.start), c.r)
