@@ -8,8 +8,8 @@ contact model on the jaxsim side) and batch size, a loss of one env is
 
 from the scene's resting pose (bench_step.py: the pose each simulator reaches after
 --settle s) with initial velocity ``v0`` (nv,) and controls ``ctrls`` (steps, nu).
-Timed, each ``jit(vmap(.))`` over the batch (a batch of one unbatched), float32 (bench_step's timing: compile
-excluded, best of 3 loops of >= --min-time s):
+Timed, each ``jit(vmap(.))`` over the batch (a batch of one unbatched), float32
+(bench_step's timing: compile excluded, best of 3 loops of >= --min-time s):
 
   forward   the loss
   grad      ``value_and_grad`` of the loss with respect to (v0, ctrls)

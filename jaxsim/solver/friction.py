@@ -284,10 +284,8 @@ def _lowrank_newton(p: _Problem, rho: Array, r: Array, u: Array, F: Array, facto
 SLIDE_GRID = 64  # slip directions tried by the one-contact solve before refining
 SLIDE_BRACKETS = 2  # sign changes of those that are refined
 REFINEMENTS = {4: 6, 8: 8}  # per itemsize: the slide's Newton steps on the slip angle (from a 0.1 rad bracket)
-# proximal weights of the sweeps (x the block's mean diagonal): the first run, then
-# each restart from the convex start; after the restarts the first run resumes
-PROX = (0.01, 1.0)
-RESTART_AFTER = 50  # sweeps per run before the next restart (half of max_iter if less)
+PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
+RESTART_AFTER = 50  # sweeps of the first run, then of the restart (half of max_iter if less)
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
 # from a warm start the start's QPs stop at this relative step: the sweeps finish the
@@ -459,7 +457,8 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     ``tols``: (natural-map tolerance, start QPs' tolerance); ``factors``: W's
     low-rank part ``(U, V)`` or None; ``start``: (QPs, cap on each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
-    length = max(min(RESTART_AFTER, max_iter // 2), 1)  # sweeps per run
+    restart = max(min(RESTART_AFTER, max_iter // 2), 1)  # sweep at which the restart begins
+    resume = 2 * restart  # and at which the first run resumes
 
     def res_at(d: _SweepData, r, u):
         return jnp.linalg.norm(natural_map(r, u, d.p.mu, d.p.lower, d.p.upper)) / d.qn
@@ -470,12 +469,9 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into, and a first
         # run that was converging slowly resumes from where the restart took over
-        run = jnp.minimum(c.it // length, len(PROX))
-        first = (c.it % length == 0) & (c.it > 0) & (c.it <= len(PROX) * length)
-        r_in = jnp.where(first, jnp.where(run == len(PROX), c.held, d.start), c.r)
-        held = jnp.where(c.it == length, c.r, c.held)
-        prox = jnp.asarray(PROX + PROX[:1], c.r.dtype)  # per run; the resumed first run is the last
-        r1 = _sweep(p, r_in, prox[run])
+        r_in = jnp.where(c.it == restart, d.start, jnp.where(c.it == resume, c.held, c.r))
+        held = jnp.where(c.it == restart, c.r, c.held)
+        r1 = _sweep(p, r_in, jnp.where((c.it >= restart) & (c.it < resume), PROX[1], PROX[0]))
         u1 = p.W @ r1 + p.q
         res1 = res_at(d, r1, u1)
         F = _phi(p, d.rho, r1, u1)
@@ -649,7 +645,8 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
             raise ValueError(f"friction.solve: factors must be (U, V) with U (n, k), k < n = {n}, and V None or "
                              f"U's shape; got U {U.shape}, V {None if V is None else V.shape}")
     return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, factors,
-                  method, int(MAX_ITER[method] if max_iter is None else max_iter), int(start_passes), int(start_iterations),
+                  method, int(MAX_ITER[method] if max_iter is None else max_iter), int(start_passes),
+                  int(start_iterations),
                   (tuple(int(i) for i in eliminate), bool(check_bounds)))
 
 
