@@ -42,6 +42,23 @@ def bench(f, args, min_time: float, repeats: int = 3, keep_output: bool = False)
     return result
 
 
+def alternating_rates(calls: dict, steps_per_call: int, rounds: int, min_time: float) -> dict:
+    """Steps per second of each compiled call in ``calls`` (key -> (f, args tuple)),
+    timed in ``rounds`` rounds that alternate the order (forward, then backward), each
+    call at least ``min_time`` s and twice a round: on a noisy machine neighbours then
+    see the same load. Returns key -> list of per-round rates."""
+    rates = {k: [] for k in calls}
+    for r in range(rounds):
+        for key in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+            f, args = calls[key]
+            n, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < min_time or n < 2:
+                jax.block_until_ready(f(*args))
+                n += 1
+            rates[key].append(steps_per_call * n / (time.perf_counter() - t0))
+    return rates
+
+
 def machine_info() -> dict:
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),

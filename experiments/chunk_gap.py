@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +28,7 @@ import numpy as np
 
 import jaxsim
 from bench_step import jaxsim_init, jaxsim_steps, random_states, scene_xml, settle_jaxsim
-from benchutil import machine_info
+from benchutil import alternating_rates, machine_info
 from jaxsim.io import load_mjcf
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "chunk_gap.json")
@@ -51,16 +50,8 @@ def main() -> None:
         for chunk in (a.chunk, None):
             f = jax.jit(jaxsim_steps(model, 10, chunk, jaxsim.parallel.batch_mesh(a.batch)))
             jax.block_until_ready(f(states))
-            calls[cap, chunk] = (f, states)
-    rates = {k: [] for k in calls}
-    for r in range(a.rounds):
-        for key in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-            f, states = calls[key]
-            n, t0 = 0, time.perf_counter()
-            while time.perf_counter() - t0 < 2.0 or n < 2:
-                jax.block_until_ready(f(states))
-                n += 1
-            rates[key].append(a.batch * 10 * n / (time.perf_counter() - t0))
+            calls[cap, chunk] = (f, (states,))
+    rates = alternating_rates(calls, a.batch * 10, a.rounds, 2.0)
     rows = []
     for cap in (None, 1):
         chunked, whole = np.median(rates[cap, a.chunk]), np.median(rates[cap, None])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ import jaxsim
 from bench_collision import load_mjx
 from bench_step import (LIMITED, jaxsim_init, jaxsim_steps, mjx_cholesky, mjx_init, mjx_plain, mjx_steps,
                         random_states, scene_xml, settle, settle_jaxsim)
-from benchutil import machine_info
+from benchutil import alternating_rates, machine_info
 from jaxsim.io import load_mjcf
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "solve_share.json")
@@ -48,23 +47,15 @@ def main() -> None:
         states = jaxsim_init(model, random_states(settle_jaxsim(model, xml, 1.0), a.batch))
         f = jax.jit(jaxsim_steps(model, 10, None, jaxsim.parallel.batch_mesh(a.batch)))
         jax.block_until_ready(f(states))
-        calls[label] = (f, states)
+        calls[label] = (f, (states,))
     mm, mx, dx = load_mjx(xml)
     settle(mm, 1.0)
     with mjx_cholesky(mjx_plain("auto", a.batch)):  # bench_step's MJX at this batch
         f = jax.jit(mjx_steps(mx, 10))
         d = mjx_init(dx, random_states(mm, a.batch))
         jax.block_until_ready(f(d))
-    calls["MJX"] = (f, d)
-    rates = {k: [] for k in calls}
-    for r in range(a.rounds):
-        for key in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-            f, x = calls[key]
-            n, t0 = 0, time.perf_counter()
-            while time.perf_counter() - t0 < 1.0 or n < 2:
-                jax.block_until_ready(f(x))
-                n += 1
-            rates[key].append(a.batch * 10 * n / (time.perf_counter() - t0))
+    calls["MJX"] = (f, (d,))
+    rates = alternating_rates(calls, a.batch * 10, a.rounds, 1.0)
     mjx_rate = float(np.median(rates["MJX"]))
     rows = []
     for key, rs in rates.items():
