@@ -35,14 +35,24 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   resumes where it stopped: on about 1 % of rank-deficient problems (more contact
   rows than the bodies' degrees of freedom, as when boxes rest on a floor) the first
   run cycles and the restart breaks the cycle, on fewer it converges slowly and the
-  resumed sweeps finish it. Stops at ``residual <= tol`` or ``max_iter`` sweeps
-  (default 300). Its ``iterations`` count the sweeps
+  resumed sweeps finish it. Those sweeps form a round of at most 300. Where
+  ``max_iter`` holds eleven rounds (the default in float64: 3,300 sweeps), a
+  problem that the first round leaves unsolved goes on through regularized ones:
+  each solves ``W + eps mean(diag W) I``, eps from 1 down to 1e-4
+  (``REGULARIZATION``), until its residual reaches ``tol`` or the round ends, from
+  the last round's point; a last round solves the problem itself again. Strongly
+  regularized, the contacts nearly decouple and the sweeps converge; the rounds
+  carry that solution towards the problem's (a continuation). The stopping test
+  reads the problem's own residual throughout, and the best point met is returned.
+  It stops at ``residual <= tol`` or ``max_iter`` sweeps.
+  Its ``iterations`` count the sweeps
   plus the start's QP iterations; under ``vmap`` the sweeps run only on the
-  problems still running (``compaction.while_loop``). With the defaults, of random
-  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses), 12,997 of
+  problems still running (``compaction.while_loop``), so the rounds cost only the
+  rare problems that need them. With the defaults, of random
+  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses), 12,999 of
   13,000 reach 1e-8, and of random problems with random contact Jacobians on 6-30
-  dof (a third of them rank-deficient), 3,595 of 3,600 (both generators are
-  ``tests/test_friction.py``'s); the others end between 7e-4 and 0.12
+  dof (a third of them rank-deficient), 3,599 of 3,600 (both generators are
+  ``tests/test_friction.py``'s); the other two end at 1.6e-4 and 2.6e-3
   (``experiments/exact_robustness.py``).
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
@@ -80,7 +90,6 @@ from jaxsim.solver import compaction, lowrank, qp
 
 Array = jax.Array
 METHODS = ("exact", "anitescu-tasora", "nakaoka")
-MAX_ITER = {"exact": 300, "anitescu-tasora": 100, "nakaoka": 100}  # solve's default caps
 
 
 class Stats(NamedTuple):
@@ -285,7 +294,11 @@ SLIDE_GRID = 64  # slip directions tried by the one-contact solve before refinin
 SLIDE_BRACKETS = 2  # sign changes of those that are refined
 REFINEMENTS = {4: 6, 8: 8}  # per itemsize: the slide's Newton steps on the slip angle (from a 0.1 rad bracket)
 PROX = (0.01, 1.0)  # proximal weights of the sweeps (x the block's mean diagonal): first run, restart
-RESTART_AFTER = 50  # sweeps of the first run, then of the restart (half of max_iter if less)
+RESTART_AFTER = 50  # sweeps of a round's first run, then of its restart (half of the round's sweeps if less)
+ROUND_SWEEPS = 300  # sweeps of a round: the problem itself, then each regularized one
+# the regularized rounds' eps (x W's mean diagonal), from nearly decoupled contacts to
+# nearly the problem: each round starts from the last one's solution
+REGULARIZATION = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4)
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
 # from a warm start the start's QPs stop at this relative step: the sweeps finish the
@@ -295,6 +308,8 @@ STEP_LENGTHS = 8  # the Newton step's lengths 1, 1/2, ..., 2^-7, tried at once
 # the Newton step's damping, relative to each contact's mean diagonal: min(a, b x the
 # natural-map residual)
 NEWTON_DAMPING = (0.1, 10.0)
+# solve's default caps (exact's in float64: every round of ``_exact_run``)
+MAX_ITER = {"exact": ROUND_SWEEPS * (len(REGULARIZATION) + 2), "anitescu-tasora": 100, "nakaoka": 100}
 
 
 def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
@@ -431,9 +446,14 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
 
 class _Exact(NamedTuple):
     r: Array
-    res: Array  # normalised natural-map residual (rho = 1)
+    res: Array  # normalised natural-map residual (rho = 1) of the problem itself
     it: Array
     held: Array  # (n,) where the first run stopped for the restart, resumed after it
+    best: Array  # (n,) the iterate of least residual so far: the result
+    best_res: Array  # () its residual
+    round: Array  # () int32: 0 the problem, then one per REGULARIZATION level, then the problem again
+    since: Array  # () int32 sweeps in this round
+    start: Array  # (n,) this round's start (the convex start in the first), where its restart begins
 
 
 class _SweepData(NamedTuple):
@@ -442,7 +462,6 @@ class _SweepData(NamedTuple):
 
     p: _Problem
     rho: Array  # (n,) the Alart-Curnier steps (``_rho``)
-    start: Array  # (n,) the convex start, where a restart begins again
     qn: Array  # () 1 + ||q||, the residual's normalisation
     tol: Array  # () natural-map tolerance
     factors: tuple | None  # (U (n, k), V (n, k) or None for U): W = diag(c) + U V^T; None: dense Newton
@@ -457,21 +476,28 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     ``tols``: (natural-map tolerance, start QPs' tolerance); ``factors``: W's
     low-rank part ``(U, V)`` or None; ``start``: (QPs, cap on each one's iterations)."""
     m, n = p.mu.shape[0], r0.shape[0]
-    restart = max(min(RESTART_AFTER, max_iter // 2), 1)  # sweep at which the restart begins
+    round_sweeps = min(ROUND_SWEEPS, max_iter)
+    restart = max(min(RESTART_AFTER, round_sweeps // 2), 1)  # a round's sweep at which the restart begins
     resume = 2 * restart  # and at which the first run resumes
+    # the regularized rounds, only where every one of them fits in max_iter
+    levels = REGULARIZATION if max_iter >= ROUND_SWEEPS * (len(REGULARIZATION) + 2) else ()
+    eps_table = np.asarray((0.0,) + levels + (0.0,))
 
     def res_at(d: _SweepData, r, u):
         return jnp.linalg.norm(natural_map(r, u, d.p.mu, d.p.lower, d.p.upper)) / d.qn
 
     def step(d: _SweepData, c: _Exact) -> _Exact:
         p = d.p
+        if levels:  # this round's problem: W + eps mean(diag W) I
+            eps_reg = jnp.asarray(eps_table, c.r.dtype)[c.round] * jnp.mean(jnp.diagonal(p.W))
+            p = p._replace(W=p.W + eps_reg * jnp.eye(n, dtype=c.r.dtype))
         alphas = 0.5 ** jnp.arange(STEP_LENGTHS, dtype=c.r.dtype)
         # NSGS can cycle (a rank-deficient W); a restart with a stronger proximal term
         # from the same start breaks the cycles the first run fell into, and a first
         # run that was converging slowly resumes from where the restart took over
-        r_in = jnp.where(c.it == restart, d.start, jnp.where(c.it == resume, c.held, c.r))
-        held = jnp.where(c.it == restart, c.r, c.held)
-        r1 = _sweep(p, r_in, jnp.where((c.it >= restart) & (c.it < resume), PROX[1], PROX[0]))
+        r_in = jnp.where(c.since == restart, c.start, jnp.where(c.since == resume, c.held, c.r))
+        held = jnp.where(c.since == restart, c.r, c.held)
+        r1 = _sweep(p, r_in, jnp.where((c.since >= restart) & (c.since < resume), PROX[1], PROX[0]))
         u1 = p.W @ r1 + p.q
         res1 = res_at(d, r1, u1)
         F = _phi(p, d.rho, r1, u1)
@@ -482,23 +508,34 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         if d.factors is None:
             dr = -linalg.solve(_jacobian(p._replace(W=p.W + jnp.diag(eps)), d.rho, r1, u1), F)
         else:  # the same system, in the factors' k dimensions
-            dr = _lowrank_newton(p, d.rho, r1, u1, F, d.factors, d.c, eps)
+            dr = _lowrank_newton(p, d.rho, r1, u1, F, d.factors, d.c + (eps_reg if levels else 0.0), eps)
         trials = r1 + alphas[:, None] * dr
         res = jax.vmap(lambda r: res_at(d, r, p.W @ r + p.q))(trials)
         res = jnp.where(jnp.isfinite(res), res, jnp.inf)
         best = jnp.argmin(res)
         better = res[best] < res1
-        return _Exact(jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1), c.it + 1, held)
+        r_new, res_round = jnp.where(better, trials[best], r1), jnp.where(better, res[best], res1)
+        # the problem's own residual (the same as the round's outside regularized rounds)
+        res_new = res_at(d, r_new, d.p.W @ r_new + d.p.q) if levels else res_round
+        improved = res_new < c.best_res
+        # the next round starts where this one converged, or stopped at its sweeps
+        advance = ((c.round <= len(levels)) & ((res_round <= d.tol) | (c.since + 1 >= round_sweeps))
+                   if levels else jnp.zeros((), bool))
+        return _Exact(r_new, res_new, c.it + 1, held, jnp.where(improved, r_new, c.best),
+                      jnp.where(improved, res_new, c.best_res), c.round + advance.astype(jnp.int32),
+                      jnp.where(advance, 0, c.since + 1), jnp.where(advance, r_new, c.start))
 
     # a loose start from a warm one where W is factored: more rows than dof, whose QPs
     # converge slowly at the end; small problems' QPs end in an iteration or two
     loose = jnp.any(r0 != 0) & (factors is not None)
     start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, loose)
     c = None if factors is None else lowrank.diagonal_part(jnp.diagonal(p.W), *factors)
-    data = _SweepData(p, _rho(p.W, m), start, 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
+    data = _SweepData(p, _rho(p.W, m), 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
+    res0 = res_at(data, start, p.W @ start + p.q)
+    zero = jnp.zeros((), jnp.int32)
     c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
-                              _Exact(start, res_at(data, start, p.W @ start + p.q), jnp.zeros((), jnp.int32), start))
-    return c.r, Stats(c.it + qp_iterations, c.res)
+                              _Exact(start, res0, zero, start, start, res0, zero, zero, start))
+    return c.best, Stats(c.it + qp_iterations, c.best_res)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(5, 6))
@@ -597,8 +634,10 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       tol: natural-map residual (``exact``), relative step (``anitescu-tasora``) or
         a sweep's relative change of the impulses (``nakaoka``) at which to stop.
       max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations
-        (default ``MAX_ITER[method]``: 300 for ``exact``, whose restart and resumed
-        run need them on a few problems in a thousand, 100 for the others).
+        (default ``MAX_ITER[method]``: 3,300 for ``exact`` in float64, the cap at
+        which its regularized rounds run, and they run only on the few problems in
+        ten thousand that its first 300 sweeps leave unsolved; 300 in float32; 100
+        for the others).
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
@@ -644,8 +683,12 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
         if U.ndim != 2 or U.shape[0] != n or U.shape[1] >= n or (V is not None and V.shape != U.shape):
             raise ValueError(f"friction.solve: factors must be (U, V) with U (n, k), k < n = {n}, and V None or "
                              f"U's shape; got U {U.shape}, V {None if V is None else V.shape}")
+    if max_iter is None:
+        # float32 cannot reach the residuals that the regularized rounds are for
+        wide = jnp.result_type(W.dtype, q.dtype) == jnp.float64
+        max_iter = MAX_ITER[method] if method != "exact" or wide else ROUND_SWEEPS
     return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, factors,
-                  method, int(MAX_ITER[method] if max_iter is None else max_iter), int(start_passes),
+                  method, int(max_iter), int(start_passes),
                   int(start_iterations),
                   (tuple(int(i) for i in eliminate), bool(check_bounds)))
 
