@@ -4,9 +4,9 @@ contacts on 1-5 stacked bodies (``local_problem``) and random contact Jacobians 
 6-30 dof (``random_jacobian_problem``), a third of them or more rank-deficient.
 Float64, one problem after another under ``lax.map`` (each loop stops at its own
 convergence). Per generator and seed range: problems above 1e-8 (seeds and
-residuals, recomputed in NumPy by ``coulomb_residual``), and the sweeps (the
-solver's iterations less those of its convex start) as mean / 99th percentile /
-max. Run from the repository root:
+residuals, recomputed in NumPy by ``coulomb_residual``), the residuals' median /
+99th percentile / max, and the sweeps (the solver's iterations less those of its
+convex start) as mean / 99th percentile / max. Run from the repository root:
 
     python experiments/exact_robustness.py [--stacked 0 13000] [--jacobian 0 3600]
         [--max-iter N] [--out experiments/results/exact_robustness.json]
@@ -56,6 +56,8 @@ def run(generator, seeds: range, max_iter: int | None) -> dict:
     above = np.flatnonzero(res > TOL)
     return {"seeds": [seeds.start, seeds.stop], "problems": len(seeds), "above_tol": len(above),
             "above_seeds": [int(seeds.start + i) for i in above], "above_residuals": res[above].tolist(),
+            "residual_median": float(np.median(res)), "residual_p99": float(np.percentile(res, 99)),
+            "residual_max": float(res.max()),
             "sweeps_mean": float(sweeps.mean()), "sweeps_p99": float(np.percentile(sweeps, 99)),
             "sweeps_max": int(sweeps.max()), "seconds": seconds}
 
@@ -73,7 +75,8 @@ def main() -> None:
         row = out[name] = run(generator, seeds, a.max_iter)
         print(f"{name:8s} seeds {seeds.start}-{seeds.stop - 1}: {row['problems'] - row['above_tol']:,} of "
               f"{row['problems']:,} reach {TOL:g}; above: seeds {row['above_seeds']} at "
-              f"{np.round(row['above_residuals'], 5).tolist()}; sweeps mean {row['sweeps_mean']:.2f}, "
+              f"{np.round(row['above_residuals'], 5).tolist()}; residual median {row['residual_median']:.1e}, "
+              f"p99 {row['residual_p99']:.1e}, max {row['residual_max']:.1e}; sweeps mean {row['sweeps_mean']:.2f}, "
               f"p99 {row['sweeps_p99']:.0f}, max {row['sweeps_max']} ({row['seconds']:.0f} s)", flush=True)
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out, "w") as f:
