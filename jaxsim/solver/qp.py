@@ -346,9 +346,8 @@ def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: flo
     F = x - project(z, qp.lower, qp.upper, qp.mu)
     Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu)
     d = jnp.concatenate([dc.reshape(-1), _free(qp, z)])
-    diag = jnp.diagonal(qp.H)
-    ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.maximum(jnp.mean(jnp.abs(diag)), jnp.finfo(x.dtype).eps)
-    compliance = lowrank.diagonal_part(diag, U, W)
+    ridge = _tangent_ridge(qp.H)
+    compliance = lowrank.diagonal_part(jnp.diagonal(qp.H), U, W)
     dx = lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, -F, ridge)
     lengths = jnp.asarray(NEWTON_LENGTHS, x.dtype)
     trials = jax.vmap(lambda a: project(x + a * dx, qp.lower, qp.upper, qp.mu))(lengths)
@@ -467,6 +466,34 @@ def cone_jacobian_eig(z: Array, mu: Array, width: Array | None = None) -> tuple[
     return jnp.where(smooth[..., None], surface_v, V), jnp.where(smooth, smooth_d, d)
 
 
+# steps of iterative refinement after the low-rank tangent solve: Woodbury's formula
+# loses digits where G is only the ridge (sticking rigid contacts, more rows than
+# dof); one step brings it to the dense Cholesky's accuracy (1e-13 apart in float64)
+REFINEMENTS = 1
+
+
+def _rotate_t(Vc: Array, M: Array) -> Array:
+    """``V^T M`` for M (n, ...), V block diagonal: each cone block's eigenvectors
+    ``Vc`` (ncone, 3, 3) as columns, the identity on the rows after them."""
+    ncone = Vc.shape[0]
+    k = 3 * ncone
+    top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
+    return jnp.concatenate([top.reshape((k,) + M.shape[1:]), M[k:]])
+
+
+def _rotate(Vc: Array, v: Array) -> Array:
+    """``V v`` for v (n,) (``_rotate_t``'s V)."""
+    k = 3 * Vc.shape[0]
+    return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, v[:k].reshape(-1, 3)).reshape(-1), v[k:]])
+
+
+def _tangent_ridge(H: Array) -> Array:
+    """() the ridge added to the tangent systems' diagonal, so that a direction with
+    neither compliance nor ``1 - d`` stays solvable."""
+    eps = jnp.finfo(H.dtype).eps
+    return (1e-12 if H.dtype == jnp.float64 else 1e-6) * jnp.maximum(jnp.mean(jnp.abs(jnp.diagonal(H))), eps)
+
+
 def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
                  width: Array | None = None) -> Array:
     """``dx`` of the fixed point ``x = P(z)``, ``z = x - eta (H x + g)``, with a circular
@@ -478,7 +505,10 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
     strictly inside its bounds, else 0). In V's basis a direction with ``d = 0`` has
     ``dx' = p'``; the others, divided by ``eta d``, read ``((1 - d) / (eta d)) dx' + (H'
     dx')`` with ``H' = V^T H V``: diagonal plus H restricted to them, positive definite,
-    so one Cholesky does (a pivoted LU of the general system cost 5x as much).
+    so one Cholesky does (a pivoted LU of the general system cost 5x as much). Where
+    ``qp.factors`` give H as a diagonal plus ``U W^T`` of rank k, that system is the
+    Newton step's and is solved in k dimensions (``lowrank.newton_system_solve``)
+    instead of n, with one step of iterative refinement (``REFINEMENTS``).
 
     ``eta`` (n,) is constant on each cone block. With ``width`` (n,), D is the smoothed
     one (``cone_jacobian_eig``, ``_free``)."""
@@ -486,25 +516,32 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
     k = 3 * ncone
     Vc, dc = cone_jacobian_eig(z[:k].reshape(ncone, 3), qp.mu, None if width is None else width[:k:3])
     d = jnp.concatenate([dc.reshape(-1), _free(qp, z, None if width is None else width[k:])])
-
-    def rotate_t(M):  # V^T M, M (n, ...) with V block diagonal
-        top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
-        return jnp.concatenate([top.reshape((k,) + M.shape[1:]), M[k:]])
-
-    def rotate(v):  # V v, v (n,)
-        return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, v[:k].reshape(ncone, 3)).reshape(-1), v[k:]])
-
-    H1 = rotate_t(rotate_t(qp.H).T)  # V^T H V (H symmetric)
     eps = jnp.finfo(x.dtype).eps
     on = d > 16 * eps
+    ridge = _tangent_ridge(qp.H)
+    b1, p1 = _rotate_t(Vc, rhs_b), _rotate_t(Vc, p)
+    if qp.factors is not None:
+        U, W = qp.factors
+        compliance = lowrank.diagonal_part(jnp.diagonal(qp.H), U, W)
+        rhs = _rotate(Vc, jnp.where(on, eta * d * b1, 0.0) + p1)  # eta D rhs_b + p
+
+        def system(dx):  # the regularized system that both branches solve, applied to dx
+            y = _rotate_t(Vc, dx)
+            hy = _rotate_t(Vc, qp.H @ dx) + ridge * y
+            return _rotate(Vc, (1.0 - d) * y + jnp.where(on, eta * d * hy, 0.0))
+
+        solve = lambda r: lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, r, ridge)  # noqa: E731
+        dx = solve(rhs)
+        for _ in range(REFINEMENTS):
+            dx = dx + solve(rhs - system(dx))
+        return dx
+    H1 = _rotate_t(Vc, _rotate_t(Vc, qp.H).T)  # V^T H V (H symmetric)
     both = on[:, None] & on[None, :]
-    ridge = (1e-12 if x.dtype == jnp.float64 else 1e-6) * jnp.maximum(jnp.mean(jnp.abs(jnp.diagonal(qp.H))), eps)
     diag = jnp.where(on, (1.0 - d) / (eta * jnp.where(on, d, 1.0)) + ridge, 1.0)
     factor = linalg.cho_factor(jnp.where(both, H1, 0.0) + jnp.diag(diag))
-    b1, p1 = rotate_t(rhs_b), rotate_t(p)
     dx_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
     rhs = jnp.where(on, b1 + p1 / (eta * jnp.where(on, d, 1.0)) - H1 @ dx_off, dx_off)
-    return rotate(linalg.cho_solve(factor, rhs))
+    return _rotate(Vc, linalg.cho_solve(factor, rhs))
 
 
 def _free(qp: QP, z: Array, width: Array | None = None) -> Array:
