@@ -38,6 +38,22 @@ def diagonal_part(diag: Array, U: Array, W: Array | None) -> Array:
     return jnp.maximum(diag - jnp.sum(U * (U if W is None else W), -1), 0.0)
 
 
+def rotate_t(Vc: Array, M: Array) -> Array:
+    """``V^T M`` for M (n, ...), V block diagonal: each cone block's eigenvectors
+    ``Vc`` (ncone, 3, 3) as columns (the cone blocks first), the identity on the rows
+    after them."""
+    ncone = Vc.shape[0]
+    k = 3 * ncone
+    top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
+    return jnp.concatenate([top.reshape((k,) + M.shape[1:]), M[k:]])
+
+
+def rotate(Vc: Array, v: Array) -> Array:
+    """``V v`` for v (n,) (``rotate_t``'s V)."""
+    k = 3 * Vc.shape[0]
+    return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, v[:k].reshape(-1, 3)).reshape(-1), v[k:]])
+
+
 def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: Array | None, p: Array,
                         ridge: Array) -> Array:
     """``dx`` with ``(I - D + eta D H) dx = p`` for ``H = diag(c) + U W^T`` (module docstring).
@@ -62,14 +78,10 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
     symmetric = W is None
     W = U if symmetric else W
 
-    def rotate_t(M):  # V^T M for M (n, ...)
-        top = jnp.einsum("cji,cj...->ci...", Vc, M[:k3].reshape((ncone, 3) + M.shape[1:]))
-        return jnp.concatenate([top.reshape((k3,) + M.shape[1:]), M[k3:]])
-
     eps = jnp.finfo(p.dtype).eps
     on = d > 16 * eps
     step = eta * jnp.where(on, d, 1.0)
-    U1, W1, p1 = rotate_t(U), rotate_t(W), rotate_t(p)
+    U1, W1, p1 = rotate_t(Vc, U), rotate_t(Vc, W), rotate_t(Vc, p)
     y_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
     # G: V^T diag(c) V per cone block, plus (1 - d) / (eta d), decoupled where off
     cc = c[:k3].reshape(ncone, 3)
@@ -99,4 +111,4 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
     else:
         w = linalg.solve(inner, W_on.T @ Gi_rhs)
     y = Gi_rhs - Gi_U @ w + y_off
-    return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, y[:k3].reshape(ncone, 3)).reshape(-1), y[k3:]])
+    return rotate(Vc, y)

@@ -472,21 +472,6 @@ def cone_jacobian_eig(z: Array, mu: Array, width: Array | None = None) -> tuple[
 REFINEMENTS = 1
 
 
-def _rotate_t(Vc: Array, M: Array) -> Array:
-    """``V^T M`` for M (n, ...), V block diagonal: each cone block's eigenvectors
-    ``Vc`` (ncone, 3, 3) as columns, the identity on the rows after them."""
-    ncone = Vc.shape[0]
-    k = 3 * ncone
-    top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
-    return jnp.concatenate([top.reshape((k,) + M.shape[1:]), M[k:]])
-
-
-def _rotate(Vc: Array, v: Array) -> Array:
-    """``V v`` for v (n,) (``_rotate_t``'s V)."""
-    k = 3 * Vc.shape[0]
-    return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, v[:k].reshape(-1, 3)).reshape(-1), v[k:]])
-
-
 def _tangent_ridge(H: Array) -> Array:
     """() the ridge added to the tangent systems' diagonal, so that a direction with
     neither compliance nor ``1 - d`` stays solvable."""
@@ -519,29 +504,29 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
     eps = jnp.finfo(x.dtype).eps
     on = d > 16 * eps
     ridge = _tangent_ridge(qp.H)
-    b1, p1 = _rotate_t(Vc, rhs_b), _rotate_t(Vc, p)
+    b1, p1 = lowrank.rotate_t(Vc, rhs_b), lowrank.rotate_t(Vc, p)
     if qp.factors is not None:
         U, W = qp.factors
         compliance = lowrank.diagonal_part(jnp.diagonal(qp.H), U, W)
-        rhs = _rotate(Vc, jnp.where(on, eta * d * b1, 0.0) + p1)  # eta D rhs_b + p
+        rhs = lowrank.rotate(Vc, jnp.where(on, eta * d * b1, 0.0) + p1)  # eta D rhs_b + p
 
         def system(dx):  # the regularized system that both branches solve, applied to dx
-            y = _rotate_t(Vc, dx)
-            hy = _rotate_t(Vc, qp.H @ dx) + ridge * y
-            return _rotate(Vc, (1.0 - d) * y + jnp.where(on, eta * d * hy, 0.0))
+            y = lowrank.rotate_t(Vc, dx)
+            hy = lowrank.rotate_t(Vc, qp.H @ dx) + ridge * y
+            return lowrank.rotate(Vc, (1.0 - d) * y + jnp.where(on, eta * d * hy, 0.0))
 
         solve = lambda r: lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, r, ridge)  # noqa: E731
         dx = solve(rhs)
         for _ in range(REFINEMENTS):
             dx = dx + solve(rhs - system(dx))
         return dx
-    H1 = _rotate_t(Vc, _rotate_t(Vc, qp.H).T)  # V^T H V (H symmetric)
+    H1 = lowrank.rotate_t(Vc, lowrank.rotate_t(Vc, qp.H).T)  # V^T H V (H symmetric)
     both = on[:, None] & on[None, :]
     diag = jnp.where(on, (1.0 - d) / (eta * jnp.where(on, d, 1.0)) + ridge, 1.0)
     factor = linalg.cho_factor(jnp.where(both, H1, 0.0) + jnp.diag(diag))
     dx_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
     rhs = jnp.where(on, b1 + p1 / (eta * jnp.where(on, d, 1.0)) - H1 @ dx_off, dx_off)
-    return _rotate(Vc, linalg.cho_solve(factor, rhs))
+    return lowrank.rotate(Vc, linalg.cho_solve(factor, rhs))
 
 
 def _free(qp: QP, z: Array, width: Array | None = None) -> Array:
