@@ -6,7 +6,9 @@ Float64, one problem after another under ``lax.map`` (each loop stops at its own
 convergence). Per generator and seed range: problems above 1e-8 (seeds and
 residuals, recomputed in NumPy by ``coulomb_residual``), the residuals' median /
 99th percentile / max, and the sweeps (the solver's iterations less those of its
-convex start) as mean / 99th percentile / max. Run from the repository root:
+convex start; for a problem that reaches the last round, the QP iterations of that
+round's accelerated start too) as mean / 99th percentile / max. Run from the
+repository root:
 
     python experiments/exact_robustness.py [--stacked 0 13000] [--jacobian 0 3600]
         [--max-iter N] [--out experiments/results/exact_robustness.json]

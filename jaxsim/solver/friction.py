@@ -36,24 +36,26 @@ zero exactly at a solution (``residual``). Methods (``solve``):
   rows than the bodies' degrees of freedom, as when boxes rest on a floor) the first
   run cycles and the restart breaks the cycle, on fewer it converges slowly and the
   resumed sweeps finish it. Those sweeps form a round of at most 300. Where
-  ``max_iter`` holds eleven rounds (the default in float64: 3,300 sweeps), a
-  problem that the first round leaves unsolved goes on through regularized ones:
-  each solves ``W + eps mean(diag W) I``, eps from 1 down to 1e-4
+  ``max_iter`` holds twelve rounds (``ROUNDS``; the default in float64: 3,600
+  sweeps), a problem that the first round leaves unsolved goes on through
+  regularized ones: each solves ``W + eps mean(diag W) I``, eps from 1 down to 1e-4
   (``REGULARIZATION``), until its residual reaches ``tol`` or the round ends, from
-  the last round's point; a last round solves the problem itself again. Strongly
+  the last round's point; then a round solves the problem itself again. Strongly
   regularized, the contacts nearly decouple and the sweeps converge; the rounds
-  carry that solution towards the problem's (a continuation). The stopping test
-  reads the problem's own residual throughout, and the best point met is returned.
-  It stops at ``residual <= tol`` or ``max_iter`` sweeps.
+  carry that solution towards the problem's (a continuation). A problem still
+  unsolved gets a last round from another start: the start's fixed point carried on
+  for ``ANDERSON_PASSES`` more passes under Anderson's acceleration
+  (``_accelerated_start``), which reaches the fixed point where the plain passes
+  cycle. The stopping test reads the problem's own residual throughout, and the best
+  point met is returned. It stops at ``residual <= tol`` or ``max_iter`` sweeps.
   Its ``iterations`` count the sweeps
-  plus the start's QP iterations; under ``vmap`` the sweeps run only on the
+  plus the starts' QP iterations; under ``vmap`` the sweeps run only on the
   problems still running (``compaction.while_loop``), so the rounds cost only the
-  rare problems that need them. With the defaults, of random
-  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses), 12,999 of
-  13,000 reach 1e-8, and of random problems with random contact Jacobians on 6-30
-  dof (a third of them rank-deficient), 3,599 of 3,600 (both generators are
-  ``tests/test_friction.py``'s); the other two end at 1.6e-4 and 2.6e-3
-  (``experiments/exact_robustness.py``).
+  rare problems that need them. With the defaults, every one of 13,000 random
+  problems of 1-8 contacts on 1-5 stacked bodies (up to 1,000:1 masses) reaches
+  1e-8, and every one of 3,600 random problems with random contact Jacobians on 6-30
+  dof (a third of them rank-deficient) (both generators are
+  ``tests/test_friction.py``'s; ``experiments/exact_robustness.py``).
 * ``"anitescu-tasora"``: the convex relaxation ``r - W^-1 ... in -W^-1 N_K(r)``, i.e.
   ``min 1/2 r^T W r + q^T r`` over the cones (Chrono), by the shared accelerated
   projected gradient of ``solver/qp.py``. A sliding contact gets the separating normal
@@ -301,6 +303,11 @@ ROUND_SWEEPS = 300  # sweeps of a round: the problem itself, then each regulariz
 REGULARIZATION = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4)
 SHIFT_PASSES = 60  # default number of convex cone QPs of the De Saxce fixed point that gives the exact method its start
 SHIFT_QP_ITER = 3000
+# the last round's start: this many passes of the start's fixed point under Anderson's
+# acceleration, combining the last ANDERSON_MEMORY passes
+ANDERSON_PASSES = 30
+ANDERSON_MEMORY = 3
+ANDERSON_RIDGE = {4: 1e-6, 8: 1e-12}  # per itemsize: its least squares' ridge, x the trace of the normal matrix
 # from a warm start the start's QPs stop at this relative step: the sweeps finish the
 # job, and on large rank-deficient problems the QPs' last iterations are the slow ones
 WARM_START_TOL = 1e-3
@@ -309,7 +316,8 @@ STEP_LENGTHS = 8  # the Newton step's lengths 1, 1/2, ..., 2^-7, tried at once
 # natural-map residual)
 NEWTON_DAMPING = (0.1, 10.0)
 # solve's default caps (exact's in float64: every round of ``_exact_run``)
-MAX_ITER = {"exact": ROUND_SWEEPS * (len(REGULARIZATION) + 2), "anitescu-tasora": 100, "nakaoka": 100}
+ROUNDS = len(REGULARIZATION) + 3  # the problem, each regularized one, the problem again, the accelerated start
+MAX_ITER = {"exact": ROUND_SWEEPS * ROUNDS, "anitescu-tasora": 100, "nakaoka": 100}
 
 
 def _slide(Wi: Array, qi: Array, mu: Array) -> tuple[Array, Array]:
@@ -444,6 +452,42 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
     return r, jnp.sum(iterations).astype(jnp.int32)
 
 
+def _accelerated_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int) -> tuple[Array, Array]:
+    """``_convex_start``'s fixed point ``s = G(s) = mu ||u_T(s)||`` (``s`` the normal
+    velocity shifts), its passes combined by Anderson's acceleration: each pass's shift
+    is the combination of the last ``ANDERSON_MEMORY`` ones whose residuals
+    ``G(s) - s`` best cancel (least squares). Where the plain passes cycle (rank-deficient
+    W, more contact rows than dof) it can reach the fixed point, and where they converge
+    it can overshoot, so it gives the sweeps' last round its start rather than the
+    first. Written here because the fixed point's map is this module's QP: Anderson's
+    method in a library (jaxopt's ``AndersonAcceleration``) iterates a map of its own
+    and returns only its last point, not the QP iterations counted here. Returns the
+    impulses of the last pass and the QP iterations it took."""
+    m = p.mu.shape[0]
+
+    def shift_of(r):
+        u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
+        return p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
+
+    def one(carry, k):
+        r, s, s_prev, f_prev, ds, df = carry
+        r, st = _cone_qp(p, p.q.at[:3 * m:3].add(s), r, tol, qp_iter)
+        f = shift_of(r) - s
+        slot, seen = k % ANDERSON_MEMORY, k > 0
+        ds = jnp.where(seen, ds.at[slot].set(s - s_prev), ds)
+        df = jnp.where(seen, df.at[slot].set(f - f_prev), df)
+        gram = df @ df.T  # the ridge keeps nearly parallel differences from blowing gamma up
+        ridge = ANDERSON_RIDGE[r.dtype.itemsize] * jnp.trace(gram) + jnp.finfo(r.dtype).tiny
+        gamma = jnp.linalg.solve(gram + ridge * jnp.eye(ANDERSON_MEMORY, dtype=r.dtype), df @ f)
+        mixed = jnp.maximum(s + f - (ds + df).T @ gamma, 0.0)
+        return (r, jnp.where(jnp.all(jnp.isfinite(mixed)), mixed, s + f), s, f, ds, df), st.iterations
+
+    hist = jnp.zeros((ANDERSON_MEMORY, m), r0.dtype)
+    s0 = shift_of(r0)
+    (r, *_), iterations = jax.lax.scan(one, (r0, s0, s0, jnp.zeros_like(s0), hist, hist), jnp.arange(passes))
+    return r, jnp.sum(iterations).astype(jnp.int32)
+
+
 class _Exact(NamedTuple):
     r: Array
     res: Array  # normalised natural-map residual (rho = 1) of the problem itself
@@ -451,7 +495,7 @@ class _Exact(NamedTuple):
     held: Array  # (n,) where the first run stopped for the restart, resumed after it
     best: Array  # (n,) the iterate of least residual so far: the result
     best_res: Array  # () its residual
-    round: Array  # () int32: 0 the problem, then one per REGULARIZATION level, then the problem again
+    round: Array  # () int32: 0 the problem, one per REGULARIZATION level, the problem again, the accelerated start
     since: Array  # () int32 sweeps in this round
     start: Array  # (n,) this round's start (the convex start in the first), where its restart begins
 
@@ -466,6 +510,7 @@ class _SweepData(NamedTuple):
     tol: Array  # () natural-map tolerance
     factors: tuple | None  # (U (n, k), V (n, k) or None for U): W = diag(c) + U V^T; None: dense Newton
     c: Array | None  # (n,) that diagonal
+    phase: Array  # () int32: 0 the rounds up to the problem again, 1 the last round (``_exact_run``)
 
 
 def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
@@ -479,9 +524,9 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     round_sweeps = min(ROUND_SWEEPS, max_iter)
     restart = max(min(RESTART_AFTER, round_sweeps // 2), 1)  # a round's sweep at which the restart begins
     resume = 2 * restart  # and at which the first run resumes
-    # the regularized rounds, only where every one of them fits in max_iter
-    levels = REGULARIZATION if max_iter >= ROUND_SWEEPS * (len(REGULARIZATION) + 2) else ()
-    eps_table = np.asarray((0.0,) + levels + (0.0,))
+    # the regularized rounds and the last one, only where every round fits in max_iter
+    levels = REGULARIZATION if max_iter >= ROUND_SWEEPS * ROUNDS else ()
+    eps_table = np.asarray((0.0,) + levels + (0.0, 0.0))
 
     def res_at(d: _SweepData, r, u):
         return jnp.linalg.norm(natural_map(r, u, d.p.mu, d.p.lower, d.p.upper)) / d.qn
@@ -518,8 +563,9 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
         # the problem's own residual (the same as the round's outside regularized rounds)
         res_new = res_at(d, r_new, d.p.W @ r_new + d.p.q) if levels else res_round
         improved = res_new < c.best_res
-        # the next round starts where this one converged, or stopped at its sweeps
-        advance = ((c.round <= len(levels)) & ((res_round <= d.tol) | (c.since + 1 >= round_sweeps))
+        # the next round starts where this one converged, or stopped at its sweeps (the
+        # last round's start is set between the two phases below)
+        advance = ((c.round <= len(levels) + 1) & ((res_round <= d.tol) | (c.since + 1 >= round_sweeps))
                    if levels else jnp.zeros((), bool))
         return _Exact(r_new, res_new, c.it + 1, held, jnp.where(improved, r_new, c.best),
                       jnp.where(improved, res_new, c.best_res), c.round + advance.astype(jnp.int32),
@@ -528,13 +574,37 @@ def _exact_run(p: _Problem, r0: Array, tols: Array, factors, max_iter: int,
     # a loose start from a warm one where W is factored: more rows than dof, whose QPs
     # converge slowly at the end; small problems' QPs end in an iteration or two
     loose = jnp.any(r0 != 0) & (factors is not None)
-    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], *start, loose)
+    passes, qp_iter = start
+    start, qp_iterations = _convex_start(p, project(r0, p.mu, p.lower, p.upper), tols[1], passes, qp_iter, loose)
     c = None if factors is None else lowrank.diagonal_part(jnp.diagonal(p.W), *factors)
-    data = _SweepData(p, _rho(p.W, m), 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c)
+    data = _SweepData(p, _rho(p.W, m), 1.0 + jnp.linalg.norm(p.q), tols[0], factors, c, jnp.zeros((), jnp.int32))
     res0 = res_at(data, start, p.W @ start + p.q)
     zero = jnp.zeros((), jnp.int32)
-    c = compaction.while_loop(lambda d, c: (c.it < max_iter) & (c.res > d.tol) & jnp.isfinite(c.res), step, data,
-                              _Exact(start, res0, zero, start, start, res0, zero, zero, start))
+    # a phase's rounds: up to the problem again, then (phase 1) the accelerated start's
+    sweeps = functools.partial(compaction.while_loop, lambda d, c: ((c.it < max_iter) & (c.res > d.tol)
+                                                                    & jnp.isfinite(c.res)
+                                                                    & (c.round <= len(levels) + 1 + d.phase)), step)
+    c = _Exact(start, res0, zero, start, start, res0, zero, zero, start)
+    if not (levels and passes):
+        c = sweeps(data, c)
+        return c.best, Stats(c.it + qp_iterations, c.best_res)
+
+    def phase(k, carry):
+        # the problems that the rounds left unsolved (none in phase 0) go on from the plain
+        # start by the accelerated passes, whose end starts their last round; the others
+        # skip them (under vmap, where both branches run, their QPs stop at once: an
+        # infinite tolerance) and their sweeps do not resume
+        c, qp_iterations = carry
+        unsolved = (k == 1) & (c.best_res > data.tol) & jnp.isfinite(c.res)
+        last, its = jax.lax.cond(
+            unsolved, lambda: _accelerated_start(p, start, jnp.where(unsolved, tols[1], jnp.inf), ANDERSON_PASSES,
+                                                 qp_iter),
+            lambda: (c.r, jnp.zeros((), jnp.int32)))
+        c = c._replace(r=jnp.where(unsolved, last, c.r), start=jnp.where(unsolved, last, c.start))
+        c = sweeps(data._replace(phase=k), c)
+        return c, qp_iterations + jnp.where(unsolved, its, 0)
+
+    c, qp_iterations = jax.lax.fori_loop(0, 2, phase, (c, qp_iterations))
     return c.best, Stats(c.it + qp_iterations, c.best_res)
 
 
@@ -634,10 +704,10 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
       tol: natural-map residual (``exact``), relative step (``anitescu-tasora``) or
         a sweep's relative change of the impulses (``nakaoka``) at which to stop.
       max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations
-        (default ``MAX_ITER[method]``: 3,300 for ``exact`` in float64, the cap at
-        which its regularized rounds run, and they run only on the few problems in
-        ten thousand that its first 300 sweeps leave unsolved; 300 in float32; 100
-        for the others).
+        (default ``MAX_ITER[method]``: 3,600 for ``exact`` in float64, the cap at
+        which its regularized rounds and its last round run, and they run only on
+        the few problems in ten thousand that its first 300 sweeps leave unsolved;
+        300 in float32; 100 for the others).
       r0: (n,) warm start (default zero).
       lower, upper: (n - 3 m,) the rows' impulse bounds (default ``[0, inf)``).
       start_passes: static, convex QPs of the ``exact`` method's start (0: start
