@@ -459,10 +459,11 @@ def _accelerated_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter:
     ``G(s) - s`` best cancel (least squares). Where the plain passes cycle (rank-deficient
     W, more contact rows than dof) it can reach the fixed point, and where they converge
     it can overshoot, so it gives the sweeps' last round its start rather than the
-    first. Written here because the fixed point's map is this module's QP: Anderson's
-    method in a library (jaxopt's ``AndersonAcceleration``) iterates a map of its own
-    and returns only its last point, not the QP iterations counted here. Returns the
-    impulses of the last pass and the QP iterations it took."""
+    first. Written here rather than taken from a library (jaxopt's
+    ``AndersonAcceleration``, not a dependency) because each pass also carries the
+    impulses from one QP to the next as its warm start and counts the QP's iterations,
+    and the accelerated shift is clipped to ``s >= 0``. Returns the impulses of the
+    last pass and the QP iterations it took."""
     m = p.mu.shape[0]
 
     def shift_of(r):
