@@ -316,6 +316,7 @@ STEP_LENGTHS = 8  # the Newton step's lengths 1, 1/2, ..., 2^-7, tried at once
 # natural-map residual)
 NEWTON_DAMPING = (0.1, 10.0)
 # solve's default caps (exact's in float64: every round of ``_exact_run``)
+DEFAULT_TOL = 1e-10  # solve's tolerance, where the dtype's rounding allows it
 ROUNDS = len(REGULARIZATION) + 3  # the problem, each regularized one, the problem again, the accelerated start
 MAX_ITER = {"exact": ROUND_SWEEPS * ROUNDS, "anitescu-tasora": 100, "nakaoka": 100}
 
@@ -688,7 +689,7 @@ def _nakaoka(p: _Problem, r0: Array, sweeps: int, tol: Array) -> tuple[Array, Ar
     return r, count
 
 
-def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-10, max_iter: int | None = None,
+def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float | None = None, max_iter: int | None = None,
           r0: Array | None = None, lower: Array | None = None, upper: Array | None = None,
           start_passes: int = SHIFT_PASSES, start_tol: float | None = None,
           start_iterations: int = SHIFT_QP_ITER, smoothing: Array | float = 0.0, eliminate: tuple[int, ...] = (),
@@ -703,7 +704,11 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
         (normal, tangent, tangent), the remaining n - 3 m interval rows.
       method: static, ``"exact"``, ``"anitescu-tasora"`` or ``"nakaoka"``.
       tol: natural-map residual (``exact``), relative step (``anitescu-tasora``) or
-        a sweep's relative change of the impulses (``nakaoka``) at which to stop.
+        a sweep's relative change of the impulses (``nakaoka``) at which to stop
+        (default ``DEFAULT_TOL``, or 100 machine epsilons of the problem's dtype if
+        larger: 1e-10 in float64, 1.2e-5 in float32, where rounding keeps the
+        residual from 1e-10 and the solve would run every sweep and start iteration
+        it is allowed).
       max_iter: static cap on sweeps (``exact``, ``nakaoka``) or QP iterations
         (default ``MAX_ITER[method]``: 3,600 for ``exact`` in float64, the cap at
         which its regularized rounds and its last round run, and they run only on
@@ -754,10 +759,12 @@ def solve(W: Array, q: Array, mu: Array, method: str = "exact", tol: float = 1e-
         if U.ndim != 2 or U.shape[0] != n or U.shape[1] >= n or (V is not None and V.shape != U.shape):
             raise ValueError(f"friction.solve: factors must be (U, V) with U (n, k), k < n = {n}, and V None or "
                              f"U's shape; got U {U.shape}, V {None if V is None else V.shape}")
+    dtype = jnp.result_type(W.dtype, q.dtype)
+    if tol is None:
+        tol = max(DEFAULT_TOL, 100 * float(jnp.finfo(dtype).eps))
     if max_iter is None:
         # float32 cannot reach the residuals that the regularized rounds are for
-        wide = jnp.result_type(W.dtype, q.dtype) == jnp.float64
-        max_iter = MAX_ITER[method] if method != "exact" or wide else ROUND_SWEEPS
+        max_iter = MAX_ITER[method] if method != "exact" or dtype == jnp.float64 else ROUND_SWEEPS
     return _solve(W, q, mu, r0, lower, upper, tol, tol if start_tol is None else start_tol, smoothing, factors,
                   method, int(max_iter), int(start_passes),
                   int(start_iterations),
