@@ -315,8 +315,8 @@ STEP_LENGTHS = 8  # the Newton step's lengths 1, 1/2, ..., 2^-7, tried at once
 # the Newton step's damping, relative to each contact's mean diagonal: min(a, b x the
 # natural-map residual)
 NEWTON_DAMPING = (0.1, 10.0)
-# solve's default caps (exact's in float64: every round of ``_exact_run``)
 DEFAULT_TOL = 1e-10  # solve's tolerance, where the dtype's rounding allows it
+# solve's default caps (exact's in float64: every round of ``_exact_run``)
 ROUNDS = len(REGULARIZATION) + 3  # the problem, each regularized one, the problem again, the accelerated start
 MAX_ITER = {"exact": ROUND_SWEEPS * ROUNDS, "anitescu-tasora": 100, "nakaoka": 100}
 
