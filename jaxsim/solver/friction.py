@@ -427,6 +427,13 @@ def _cone_qp(p: _Problem, q: Array, r0: Array, tol, max_iter: int, smoothing=0.0
                     check_bounds=eliminate[1])
 
 
+def _shift(p: _Problem, r: Array) -> Array:
+    """(m,) De Saxce's normal velocity shifts ``mu_i ||u_T,i||`` at impulses ``r``."""
+    m = p.mu.shape[0]
+    u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
+    return p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
+
+
 def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
                   loose: Array | bool = False) -> tuple[Array, Array]:
     """De Saxce's fixed point by convex solves: the cone QP (Anitescu-Tasora) with the
@@ -443,10 +450,7 @@ def _convex_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter: int,
     tol = jnp.where(loose, jnp.maximum(tol, WARM_START_TOL), tol)
 
     def one(r, _):
-        u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
-        shift = p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
-        q = p.q.at[:3 * m:3].add(shift)
-        r, st = _cone_qp(p, q, r, tol, qp_iter)
+        r, st = _cone_qp(p, p.q.at[:3 * m:3].add(_shift(p, r)), r, tol, qp_iter)
         return r, st.iterations
 
     r, iterations = jax.lax.scan(one, r0, None, length=passes)
@@ -467,14 +471,10 @@ def _accelerated_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter:
     last pass and the QP iterations it took."""
     m = p.mu.shape[0]
 
-    def shift_of(r):
-        u = (p.W @ r + p.q)[:3 * m].reshape(m, 3)
-        return p.mu * jnp.sqrt(jnp.sum(u[:, 1:] ** 2, -1) + jnp.finfo(r.dtype).tiny)
-
     def one(carry, k):
         r, s, s_prev, f_prev, ds, df = carry
         r, st = _cone_qp(p, p.q.at[:3 * m:3].add(s), r, tol, qp_iter)
-        f = shift_of(r) - s
+        f = _shift(p, r) - s
         slot, seen = k % ANDERSON_MEMORY, k > 0
         ds = jnp.where(seen, ds.at[slot].set(s - s_prev), ds)
         df = jnp.where(seen, df.at[slot].set(f - f_prev), df)
@@ -485,7 +485,7 @@ def _accelerated_start(p: _Problem, r0: Array, tol: Array, passes: int, qp_iter:
         return (r, jnp.where(jnp.all(jnp.isfinite(mixed)), mixed, s + f), s, f, ds, df), st.iterations
 
     hist = jnp.zeros((ANDERSON_MEMORY, m), r0.dtype)
-    s0 = shift_of(r0)
+    s0 = _shift(p, r0)
     (r, *_), iterations = jax.lax.scan(one, (r0, s0, s0, jnp.zeros_like(s0), hist, hist), jnp.arange(passes))
     return r, jnp.sum(iterations).astype(jnp.int32)
 

@@ -468,7 +468,9 @@ def cone_jacobian_eig(z: Array, mu: Array, width: Array | None = None) -> tuple[
 
 # steps of iterative refinement after the low-rank tangent solve: Woodbury's formula
 # loses digits where G is only the ridge (sticking rigid contacts, more rows than
-# dof); one step brings it to the dense Cholesky's accuracy (1e-13 apart in float64)
+# dof). One step brings the gradients of settled scenes to the dense Cholesky's (1e-13
+# apart in float64); on a rank-deficient rigid problem with every cone sticking it
+# leaves H dx 1e-7 (relative) from it, two 1e-11, at 10 % more gradient time
 REFINEMENTS = 1
 
 
