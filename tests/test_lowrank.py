@@ -62,8 +62,9 @@ def test_factors_give_the_same_solution_and_gradient_in_fewer_iterations():
     neighbour (its free velocity ``g`` 5 % away, as the step before gives a warm
     start), with and without their factors: both stop below the cap at a natural-map
     residual (recomputed here in the solver's scaled variables) under 1e-8, the
-    solutions agree, the Newton steps cut the iterations, and the implicit gradients
-    with respect to J (through H and the factors) agree."""
+    solutions agree, the Newton steps cut the median problem's iterations at least
+    threefold, and the implicit gradients with respect to J (through H and the
+    factors) agree."""
     rng = np.random.default_rng(3)
     problems = [contact_problem(rng) for _ in range(16)]
     plain, factored = (jax.tree.map(lambda *a: jnp.stack(a), *ps) for ps in zip(*problems))
@@ -86,8 +87,11 @@ def test_factors_give_the_same_solution_and_gradient_in_fewer_iterations():
         assert np.abs(r).max() <= 1e-8 * np.abs(z).max()
     np.testing.assert_allclose(x1, x0, atol=1e-6 * float(jnp.abs(x0).max()))  # H's condition: about 1e4
     assert int(s0.iterations.max()) < 3000 and int(s1.iterations.max()) < 3000
-    print("iterations without / with factors:", int(s0.iterations.sum()), int(s1.iterations.sum()))
-    assert 3 * int(s1.iterations.sum()) < int(s0.iterations.sum())
+    # per problem, not summed: one or two slow problems of either kind would decide a
+    # sum (seeds 0-7 of this generator: the medians 4x-26x apart, the sums 1.7x-5.7x)
+    without, with_factors = np.asarray(s0.iterations), np.asarray(s1.iterations)
+    print("iterations without / with factors:", sorted(without.tolist()), sorted(with_factors.tolist()))
+    assert 3 * np.median(with_factors) < np.median(without)
 
     p_plain = jax.tree.map(lambda a: a[0], plain)
     J, JM = (f[0] for f in factored.factors)
