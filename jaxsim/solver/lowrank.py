@@ -24,6 +24,8 @@ Newton system through a caller's low-rank factors.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -73,16 +75,24 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
     Returns:
       (n,) dx.
     """
+    return newton_system_solver(Vc, d, eta, c, U, W, ridge)(p)
+
+
+def newton_system_solver(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: Array | None,
+                         ridge: Array) -> Callable[[Array], Array]:
+    """``p -> dx`` with ``(I - D + eta D H) dx = p`` (``newton_system_solve``'s
+    arguments but ``p``): the system factored once, for several right-hand sides
+    (iterative refinement). With ``W`` None the k x k factor is kept; with W, the
+    pivoted LU runs with each right-hand side."""
     ncone = Vc.shape[0]
     k3 = 3 * ncone
     symmetric = W is None
     W = U if symmetric else W
 
-    eps = jnp.finfo(p.dtype).eps
+    eps = jnp.finfo(d.dtype).eps
     on = d > 16 * eps
     step = eta * jnp.where(on, d, 1.0)
-    U1, W1, p1 = rotate_t(Vc, U), rotate_t(Vc, W), rotate_t(Vc, p)
-    y_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
+    U1, W1 = rotate_t(Vc, U), rotate_t(Vc, W)
     # G: V^T diag(c) V per cone block, plus (1 - d) / (eta d), decoupled where off
     cc = c[:k3].reshape(ncone, 3)
     C1 = jnp.einsum("cji,cj,cjk->cik", Vc, cc, Vc)  # (ncone, 3, 3)
@@ -91,10 +101,6 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
     diag_c = jnp.where(on_c, (1.0 - d[:k3].reshape(ncone, 3)) / step[:k3].reshape(ncone, 3) + ridge, 1.0)
     G_c = jnp.where(both, C1, 0.0) + jax.vmap(jnp.diag)(diag_c)
     G_r = jnp.where(on[k3:], (1.0 - d[k3:]) / step[k3:] + c[k3:] + ridge, 1.0)
-    # the on rows' right-hand side, with the fixed directions' coupling moved over
-    coupled = jnp.concatenate([jnp.einsum("cij,cj->ci", C1, y_off[:k3].reshape(ncone, 3)).reshape(-1),
-                               c[k3:] * y_off[k3:]]) + U1 @ (W1.T @ y_off)
-    rhs = jnp.where(on, p1 / step - coupled, 0.0)
     Gi_c = linalg.inverse3(G_c)
 
     def g_inv(M):  # G^-1 M for M (n, ...)
@@ -104,11 +110,21 @@ def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: 
 
     U_on, W_on = jnp.where(on[:, None], U1, 0.0), jnp.where(on[:, None], W1, 0.0)
     Gi_U = g_inv(U_on)
-    inner = jnp.eye(U.shape[1], dtype=p.dtype) + W_on.T @ Gi_U
-    Gi_rhs = g_inv(rhs)
+    inner = jnp.eye(U.shape[1], dtype=d.dtype) + W_on.T @ Gi_U
     if symmetric:  # G is symmetric positive definite, so is the inner matrix
-        w = linalg.cho_solve(linalg.cho_factor(0.5 * (inner + inner.T)), W_on.T @ Gi_rhs)
+        factor = linalg.cho_factor(0.5 * (inner + inner.T))
+        inner_solve = lambda b: linalg.cho_solve(factor, b)  # noqa: E731
     else:
-        w = linalg.solve(inner, W_on.T @ Gi_rhs)
-    y = Gi_rhs - Gi_U @ w + y_off
-    return rotate(Vc, y)
+        inner_solve = lambda b: linalg.solve(inner, b)  # noqa: E731
+
+    def apply(p: Array) -> Array:
+        p1 = rotate_t(Vc, p)
+        y_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
+        # the on rows' right-hand side, with the fixed directions' coupling moved over
+        coupled = jnp.concatenate([jnp.einsum("cij,cj->ci", C1, y_off[:k3].reshape(ncone, 3)).reshape(-1),
+                                   c[k3:] * y_off[k3:]]) + U1 @ (W1.T @ y_off)
+        rhs = jnp.where(on, p1 / step - coupled, 0.0)
+        Gi_rhs = g_inv(rhs)
+        y = Gi_rhs - Gi_U @ inner_solve(W_on.T @ Gi_rhs) + y_off
+        return rotate(Vc, y)
+    return apply

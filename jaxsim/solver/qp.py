@@ -494,8 +494,9 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
     dx')`` with ``H' = V^T H V``: diagonal plus H restricted to them, positive definite,
     so one Cholesky does (a pivoted LU of the general system cost 5x as much). Where
     ``qp.factors`` give H as a diagonal plus ``U W^T`` of rank k, that system is the
-    Newton step's and is solved in k dimensions (``lowrank.newton_system_solve``)
-    instead of n, with one step of iterative refinement (``REFINEMENTS``).
+    Newton step's and is solved in k dimensions (``lowrank.newton_system_solver``,
+    factored once) instead of n, with one step of iterative refinement
+    (``REFINEMENTS``).
 
     ``eta`` (n,) is constant on each cone block. With ``width`` (n,), D is the smoothed
     one (``cone_jacobian_eig``, ``_free``)."""
@@ -517,7 +518,7 @@ def _spd_tangent(qp: QP, x: Array, z: Array, eta: Array, rhs_b: Array, p: Array,
             hy = lowrank.rotate_t(Vc, qp.H @ dx) + ridge * y
             return lowrank.rotate(Vc, (1.0 - d) * y + jnp.where(on, eta * d * hy, 0.0))
 
-        solve = lambda r: lowrank.newton_system_solve(Vc, d, eta, compliance, U, W, r, ridge)  # noqa: E731
+        solve = lowrank.newton_system_solver(Vc, d, eta, compliance, U, W, ridge)
         dx = solve(rhs)
         for _ in range(REFINEMENTS):
             dx = dx + solve(rhs - system(dx))
