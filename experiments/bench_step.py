@@ -30,7 +30,12 @@ out at up to ``max_depenetration_speed``, a different workload from resting.)
 Each timed call starts from those states again and is followed by
 ``jax.block_until_ready``; compilation is timed separately and excluded (best of 3
 loops of >= --min-time s, see benchutil.bench). After the jaxsim timing, the number of
-active contact slots per env after the N steps is printed.
+active contact slots per env after the N steps is printed. On a shared machine whose
+load changes from minute to minute, two best-of-3 timings taken one after the other
+can be skewed: ``--rounds R`` then also times jaxsim and MJX in R rounds that alternate
+them (``benchutil.alternating_rates``), so that both see the same load, and reports the
+median of the per-round ratios (``jaxsim_over_mjx_rounds``, the table's "rounds"
+column) beside the best-of-3 ratio.
 
 Scenes (each built from one MJCF text, loaded by both ``jaxsim.io.load_mjcf`` and
 MuJoCo, so timestep, integrator, geoms and contact filtering are the same):
@@ -127,7 +132,7 @@ import jaxsim
 from jaxsim import linalg, parallel
 from jaxsim.io import load_mjcf
 from bench_collision import BOXES8, _box_body, _mjcf, load_mjx, random_states
-from benchutil import bench, machine_info, parse_common
+from benchutil import alternating_rates, bench, machine_info, parse_common
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                            "bench_step.json")
@@ -358,7 +363,7 @@ def _fmt(x, spec: str, width: int) -> str:
 def print_table(rows: list[dict]) -> None:
     head = (f"{'scene':9s} {'batch':>6s} {'jaxsim steps/s':>15s} {'MJX steps/s':>12s} "
             f"{'jaxsim/MJX':>11s} {'C steps/s':>10s} {'compile s (jx/mjx)':>19s} "
-            f"{'active/env':>11s} {'chunk':>6s} {'one vmap':>9s}")
+            f"{'rounds':>7s} {'active/env':>11s} {'chunk':>6s} {'one vmap':>9s}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -367,7 +372,7 @@ def print_table(rows: list[dict]) -> None:
         print(f"{r['scene']:9s} {r['batch']:6d} {j['steps_per_s']:15.4g} "
               f"{_fmt(m.get('steps_per_s'), '.4g', 12)} {_fmt(r['jaxsim_over_mjx'], '.3f', 11)} "
               f"{_fmt(c.get('steps_per_s'), '.4g', 10)} {comp:>19s} "
-              f"{j['active_per_env_mean']:11.2f} {_fmt(j.get('chunk'), 'd', 6)} "
+              f"{_fmt(r.get('jaxsim_over_mjx_rounds'), '.3f', 7)} {j['active_per_env_mean']:11.2f} {_fmt(j.get('chunk'), 'd', 6)} "
               f"{_fmt(r.get('jaxsim_unchunked_steps_per_s'), '.4g', 9)}")
 
 
@@ -462,8 +467,8 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
             row["jaxsim_unchunked_steps_per_s"] = batch * a.steps / u["sec_per_call"]
             print(f"  {name:9s} batch {batch:5d} jaxsim, one vmap: {row['jaxsim_unchunked_steps_per_s']:11.4g} "
                   f"steps/s (compile {u['compile_s']:.1f} s)", flush=True)
-        r = bench(js_f, (states,), a.min_time, keep_output=True)
-        end = r.pop("output")
+        r = bench(js_f, (states,), a.min_time, keep_output=True, keep_compiled=True)
+        end, js_compiled = r.pop("output"), r.pop("compiled")
         r["devices"], r["chunk"] = int(mesh.devices.size), chunk
         r["steps_per_s"] = batch * a.steps / r["sec_per_call"]
         active = np.asarray(jnp.sum(end.contact.active, axis=-1))
@@ -484,8 +489,10 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
         if mx_f is not None:
             try:
                 plain = mjx_plain(a.mjx_cholesky, batch)
+                mx_state = parallel.shard_batch(mjx_init(dx, q), mesh)
                 with mjx_cholesky(plain):
-                    m = bench(mx_f, (parallel.shard_batch(mjx_init(dx, q), mesh),), a.min_time)
+                    m = bench(mx_f, (mx_state,), a.min_time, keep_compiled=True)
+                mx_compiled = m.pop("compiled")
                 m["steps_per_s"] = batch * a.steps / m["sec_per_call"]
                 m["cholesky"] = "jaxsim.linalg" if plain else "lapack"
                 if batch == 1 and a.mjx_cholesky == "auto":  # the substitution's own effect
@@ -502,6 +509,16 @@ def run_scene(name: str, a, rows: list, iters: dict, notes: dict) -> None:
                       f"({m['sec_per_call'] * 1e3:8.3f} ms/call, {m['calls']} calls, compile "
                       f"{m['compile_s']:.1f} s); jaxsim/MJX = {row['jaxsim_over_mjx']:.3f}",
                       flush=True)
+                if a.rounds:
+                    rates = alternating_rates({"jaxsim": (js_compiled, (states,)), "mjx": (mx_compiled, (mx_state,))},
+                                              batch * a.steps, a.rounds, a.min_time)
+                    ratios = np.asarray(rates["jaxsim"]) / np.asarray(rates["mjx"])
+                    row["rounds"] = {k: [float(x) for x in v] for k, v in rates.items()}
+                    row["jaxsim_over_mjx_rounds"] = float(np.median(ratios))
+                    print(f"  {name:9s} batch {batch:5d} {a.rounds} alternating rounds: jaxsim/MJX median "
+                          f"{row['jaxsim_over_mjx_rounds']:.3f} (per round {ratios.min():.3f}-{ratios.max():.3f}; "
+                          f"median steps/s jaxsim {np.median(rates['jaxsim']):.4g}, MJX "
+                          f"{np.median(rates['mjx']):.4g})", flush=True)
             except Exception as e:  # noqa: BLE001
                 row["mjx"] = {"error": f"{type(e).__name__}: {e}"}
                 print(f"  !!! MJX failed on {name} batch {batch}: {row['mjx']['error']}", flush=True)
@@ -549,6 +566,9 @@ def main() -> None:
                         "parallel.default_chunk(model), 0 = one vmap over the batch")
     p.add_argument("--also-unchunked", action="store_true",
                    help="where jaxsim chunks the batch, also time it as one vmap")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="also time jaxsim and MJX in this many alternating rounds and report the "
+                        "median per-round ratio (module docstring)")
     p.add_argument("--settle", type=float, default=1.0,
                    help="simulated seconds MuJoCo C runs each scene before its pose becomes the "
                         "initial state of every env (so the timed steps are in contact)")
@@ -582,7 +602,8 @@ def main() -> None:
     print()
     print_table(rows)
     print(f"\n(steps/s = batch * {a.steps} steps * calls / s; ratio > 1: jaxsim faster; "
-          f"C = MuJoCo mj_step, batch 1; active/env: jaxsim active contact slots per env "
+          f"C = MuJoCo mj_step, batch 1; rounds: median jaxsim/MJX of --rounds {a.rounds} alternating "
+          f"rounds; active/env: jaxsim active contact slots per env "
           f"after one call; MJX Cholesky: --mjx-cholesky {a.mjx_cholesky}"
           + (" = stock LAPACK at batch 1, jaxsim.linalg plain JAX at batch > 1"
              if a.mjx_cholesky == "auto" and jax.default_backend() == "cpu" else "")

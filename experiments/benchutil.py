@@ -18,10 +18,12 @@ from jaxsim.xla_flags import use_fast_cpu_compile
 use_fast_cpu_compile()  # jaxsim and MJX alike, before either starts JAX's backend
 
 
-def bench(f, args, min_time: float, repeats: int = 3, keep_output: bool = False) -> dict:
+def bench(f, args, min_time: float, repeats: int = 3, keep_output: bool = False,
+          keep_compiled: bool = False) -> dict:
     """Compile ``jit(f)``, then time synchronous calls: best of ``repeats`` loops of >= min_time s.
     ``keep_output``: the warm-up call's result is returned under ``"output"``, so a caller
-    that inspects it does not compile ``f`` a second time."""
+    that inspects it does not compile ``f`` a second time; ``keep_compiled``: the compiled
+    call under ``"compiled"``, for timing it again (``alternating_rates``)."""
     jax.clear_caches()  # so compile_s is not hidden by an earlier jit of the same f
     t0 = time.perf_counter()
     compiled = jax.jit(f).lower(*args).compile()
@@ -39,6 +41,8 @@ def bench(f, args, min_time: float, repeats: int = 3, keep_output: bool = False)
               "sec_per_call": best[1] / best[0]}
     if keep_output:
         result["output"] = output
+    if keep_compiled:
+        result["compiled"] = compiled
     return result
 
 
