@@ -161,8 +161,10 @@ def _step_table(data: dict, path: pathlib.Path) -> str:
     unchunked = any("jaxsim_unchunked_steps_per_s" in r for r in results)
     has_c = any(r.get("mujoco_c") for r in results)
     has_it = bool(data.get("iterations"))
+    has_rounds = any("jaxsim_over_mjx_rounds" in r for r in results)
     head = ["scene", "batch", "jaxsim steps/s"] + (["jaxsim, one vmap"] if unchunked else []) + \
-        ["MJX steps/s", "jaxsim / MJX"] + (["MuJoCo C steps/s"] if has_c else []) + \
+        ["MJX steps/s", "jaxsim / MJX"] + (["jaxsim / MJX, median of alternating rounds"] if has_rounds else []) + \
+        (["MuJoCo C steps/s"] if has_c else []) + \
         (["jaxsim iterations / step (mean / max)"] if has_it else [])
     rows = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     seen = set()
@@ -180,6 +182,8 @@ def _step_table(data: dict, path: pathlib.Path) -> str:
         if unchunked:
             cells.append(_n(r.get("jaxsim_unchunked_steps_per_s")))
         cells += [_n(mjx.get("steps_per_s")) or "n/a", _ratio(r.get("jaxsim_over_mjx"))]
+        if has_rounds:
+            cells.append(_ratio(r.get("jaxsim_over_mjx_rounds")))
         if has_c:
             cells.append(_n(c.get("steps_per_s")))
         if has_it:
@@ -187,6 +191,8 @@ def _step_table(data: dict, path: pathlib.Path) -> str:
         rows.append("| " + " | ".join(cells) + " |")
     args = data.get("args", {})
     extra = f"float32, {args.get('steps', 10)} steps per timed call"
+    if has_rounds:
+        extra += f"; {args.get('rounds')} alternating rounds of at least {args.get('min_time')} s per side"
     if args.get("iter_steps"):
         extra += f"; iterations over {args['iter_steps']} steps x {args.get('iter_batch', 8)} envs"
     return "\n".join(rows) + "\n" + _caption(data, path, extra)
