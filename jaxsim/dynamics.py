@@ -40,7 +40,7 @@ def mass_matrix(model: Model, kin: Kinematics) -> Array:
     node_desc = jnp.asarray(p.body_dof.T, dtype)  # (nv, nbody): body below dof
     composite = node_desc @ kin.body_inertia  # (nv, 13) subtree inertia below each dof
     force = math.inertia_apply(composite, kin.dof_motion)  # F_j = Ic_j S_j
-    g = kin.dof_motion @ force.T  # g[i, j] = S_i . F_j
+    g = linalg.row_products(kin.dof_motion, force)  # g[i, j] = S_i . F_j
     anc = jnp.asarray(p.dof_anc, dtype)  # [i, j]: i is j or an ancestor of j
     strict = anc - jnp.eye(model.nv, dtype=dtype)
     m = anc * g + (strict * g).T

@@ -68,3 +68,12 @@ def test_derivative_rules_keep_no_per_iteration_carries():
     _, lin = jax.linearize(f, a, b)
     saved = sum(x.size for x in jax.tree.leaves(lin) if hasattr(x, "size"))
     assert saved < n ** 3 / 2, (saved, n ** 3)
+
+
+@pytest.mark.parametrize("shape", [(6, 6, 6), (27, 27, 6)])  # either side of SMALL_PRODUCT
+def test_row_products_match_numpy(shape):
+    n, m, k = shape
+    assert (n * m * k <= linalg.SMALL_PRODUCT) == (n == 6)
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(size=(n, k)), rng.normal(size=(m, k))
+    np.testing.assert_allclose(linalg.row_products(jnp.asarray(a), jnp.asarray(b)), a @ b.T, rtol=1e-12, atol=1e-12)

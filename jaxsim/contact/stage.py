@@ -120,7 +120,10 @@ def match_previous(model: Model, contacts: Contacts, prev: ContactState, carry: 
         def pick(x, same=same, sl=sl, npair=npair, nslot=nslot):
             x = x[sl].reshape((npair, nslot) + x.shape[1:])
             w = same.astype(jnp.float32 if x.dtype == bool else x.dtype)
-            out = jnp.einsum("pij,pj...->pi...", w, x.astype(w.dtype))
+            # a broadcast product and a sum over a pair's few slots: an einsum would be a
+            # batched matrix product, which a CPU runs as one library call per env
+            w = w.reshape(w.shape + (1,) * (x.ndim - 2))
+            out = jnp.sum(w * x.astype(w.dtype)[:, None], 2)
             out = out.reshape((npair * nslot,) + x.shape[2:])
             return out > 0.5 if x.dtype == bool else out.astype(x.dtype)
 
