@@ -98,6 +98,24 @@ def test_warm_start_from_solution_stops_at_once():
     assert int(s2.iterations) <= 2 < int(s1.iterations)
 
 
+
+def test_warm_start_moved_along_its_ray():
+    rng = np.random.default_rng(5)
+    p = random_problem(rng, 12, 2)._replace(upper=jnp.full(12, jnp.inf))  # cones and half-lines through 0
+    x, _ = solve(p, jnp.zeros(12), 1e-12, max_iter=20000, block=3)
+    for scale in (0.3, 3.4):  # the solution at the wrong size is put back on it, and the solve stops at once
+        np.testing.assert_allclose(Q.along_ray(p, scale * x), x, rtol=1e-8, atol=1e-12)
+        _, stats = solve(p, scale * x, 1e-10, max_iter=20000, block=3)
+        assert int(stats.iterations) <= 2
+    H, g = np.asarray(p.H), np.asarray(p.g)
+    z = np.asarray(Q.project(jnp.asarray(rng.standard_normal(12)), p.lower, p.upper, p.mu))  # any feasible start
+    y = np.asarray(Q.along_ray(p, jnp.asarray(z)))
+    rays = np.linspace(0.0, 20.0, 40001)[:, None] * z  # its least objective on the ray, by brute force
+    brute = np.min(0.5 * np.einsum("ri,ij,rj->r", rays, H, rays) + rays @ g)
+    assert 0.5 * y @ H @ y + g @ y <= brute + 1e-12
+    assert np.allclose(y, (y @ z) / (z @ z) * z)  # on the ray
+
+
 def loss_fn(adjoint, max_iter):
     def loss(H_half, g, lower, upper, mu):
         H = H_half @ H_half.T + 0.5 * jnp.eye(H_half.shape[0])
