@@ -38,6 +38,7 @@ def test_stage_sizes():
     assert compaction.stage_sizes(1) == (1,)
     assert compaction.stage_sizes(64) == (64, 32, 16, 8, 4, 2, 1)
     assert compaction.stage_sizes(17) == (17, 9, 5, 3, 2, 1)
+    assert compaction.stage_sizes(64, shrink=4) == (64, 16, 4, 1)
     assert compaction.stage_sizes(compaction.MIN_BATCH - 1) == (compaction.MIN_BATCH - 1,)
 
 

@@ -4,7 +4,8 @@ Under ``vmap`` a plain ``lax.while_loop`` applies its body to the whole batch un
 the last env stops, so a batch whose median env needs 10 iterations and whose slowest
 needs 150 costs 150 iterations of the whole batch. ``while_loop`` here has a batching
 rule (``jax.custom_batching.custom_vmap``) that, from ``MIN_BATCH`` envs on, runs
-the loop in stages of static, shrinking batch sizes ``B, B/2, B/4, ..., 1``: a stage
+the loop in stages of static, shrinking batch sizes ``B, B/2, B/4, ..., 1`` (or
+another factor, ``shrink``): a stage
 iterates until at most the next stage's size of its envs still run, then those envs
 (and their operands) are gathered into the next stage, and its results are
 scattered back. The cost follows
@@ -39,18 +40,18 @@ SMALLEST_STAGE = 1  # the last stage's batch is at most this
 MIN_BATCH = 16
 
 
-def stage_sizes(batch: int) -> tuple[int, ...]:
+def stage_sizes(batch: int, shrink: int = STAGE_SHRINK) -> tuple[int, ...]:
     """The static batch sizes of the stages for a batch of ``batch`` envs:
-    ``batch``, then each a ``STAGE_SHRINK``-th of the last (rounded up), down to
+    ``batch``, then each a ``shrink``-th of the last (rounded up), down to
     ``SMALLEST_STAGE``; one stage below ``MIN_BATCH`` envs."""
     sizes = [batch]
     while batch >= MIN_BATCH and sizes[-1] > SMALLEST_STAGE:
-        sizes.append(-(-sizes[-1] // STAGE_SHRINK))
+        sizes.append(-(-sizes[-1] // shrink))
     return tuple(sizes)
 
 
 def while_loop(cond_fun: Callable[[Any, Any], jax.Array], body_fun: Callable[[Any, Any], Any],
-               operands: Any, init_val: Any) -> Any:
+               operands: Any, init_val: Any, shrink: int = STAGE_SHRINK) -> Any:
     """``lax.while_loop(lambda c: cond_fun(operands, c), lambda c: body_fun(operands,
     c), init_val)``, batched in compacting stages under ``vmap`` (module docstring).
 
@@ -61,6 +62,10 @@ def while_loop(cond_fun: Callable[[Any, Any], jax.Array], body_fun: Callable[[An
         Everything batched that the functions read must come through here or the
         carry: they must not close over traced values.
       init_val: the carry's initial value (a pytree of arrays).
+      shrink: each stage's batch is this factor smaller than the one before. A larger
+        factor means fewer stages, each of whose hand-overs costs a gather and a
+        scatter of the carry and operands: it suits loops whose iterations cost less
+        than a hand-over.
 
     Returns:
       The final carry.
@@ -77,7 +82,7 @@ def while_loop(cond_fun: Callable[[Any, Any], jax.Array], body_fun: Callable[[An
         axes = jax.tree.map(lambda b: 0 if b else None, ops_batched)
         running = jax.vmap(cond_fun, (axes, 0))
         advance = jax.vmap(body_fun, (axes, 0))
-        out = _stage(running, advance, ops_batched, stage_sizes(axis_size), operands, carry)
+        out = _stage(running, advance, ops_batched, stage_sizes(axis_size, shrink), operands, carry)
         return out, jax.tree.map(lambda _: True, out)
 
     return loop(operands, init_val)

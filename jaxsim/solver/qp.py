@@ -341,6 +341,12 @@ def _eliminate(qp: QP, drop: tuple[int, ...]) -> tuple[QP, np.ndarray, object]:
     return reduced, kept, expand
 
 
+# QPs of at most TINY variables (a cube's four contacts) compact their batch in stages
+# that shrink by TINY_STAGE_SHRINK: an iteration of such a problem costs less than a
+# stage's hand-over (cube at 64 envs: 7-10 % less time per step than halving stages)
+TINY = 16
+TINY_STAGE_SHRINK = 4
+
 NEWTON_STEPS = 2  # Newton steps from the warm start before the projected-gradient loop
 NEWTON_LENGTHS = (1.0, 0.5, 0.25)  # the Newton step's lengths tried at once
 
@@ -419,7 +425,8 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     # compacting stage gathers
     operands = (sqp._replace(factors=None), L_max, tol, skip)
     c = compaction.while_loop(lambda ops, c: ~(terminate(c, ops[2], max_iter) | ops[3]),
-                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), operands, c)
+                              lambda ops, c: step(ops[0], ops[1], c, floor, cone), operands, c,
+                              shrink=TINY_STAGE_SHRINK if qp.g.shape[0] <= TINY else compaction.STAGE_SHRINK)
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
