@@ -257,11 +257,16 @@ def along_ray(qp: QP, x: Array, cone: str = "circle") -> Array:
     step's; from them the projected gradient spends most of its iterations in the
     directions A leaves to the small compliance (how the weight of a box spreads
     over its four corners), which scaling along the ray leaves in place."""
-    Hx = qp.H @ x
-    xhx = x @ Hx
-    curved = xhx > 0
-    a = jnp.maximum(-(x @ qp.g) / jnp.where(curved, xhx, 1.0), 0.0)
+    a, curved = _ray_minimum(qp, x)
     return jnp.where(curved, project(a * x, qp.lower, qp.upper, qp.mu, cone), x)
+
+
+def _ray_minimum(qp: QP, x: Array) -> tuple[Array, Array]:
+    """The ``a >= 0`` that minimises the objective along the ray ``a x``, and whether
+    the objective curves along ``x`` (``x^T H x > 0``; else ``a`` is meaningless)."""
+    xhx = x @ (qp.H @ x)
+    curved = xhx > 0
+    return jnp.maximum(-(x @ qp.g) / jnp.where(curved, xhx, 1.0), 0.0), curved
 
 
 def step(qp: QP, L_max: Array, c: _Carry, floor: float, cone: str = "circle") -> _Carry:
@@ -309,10 +314,9 @@ def no_worse_than_zero(qp: QP, x: Array) -> Array:
     makes the returned point never worse than ``x = 0``. For the contact QPs, whose
     objective is the kinetic energy an impulse adds (``contact/point.py``), a step
     that stops at the cap then still does not add energy."""
-    xhx = x @ (qp.H @ x)
-    a = jnp.clip(-(x @ qp.g) / jnp.maximum(xhx, jnp.finfo(x.dtype).tiny), 0.0, 1.0)
+    a, curved = _ray_minimum(qp, x)
     zero_feasible = jnp.all((qp.lower <= 0) & (qp.upper >= 0))
-    return jnp.where(zero_feasible & (xhx > 0), jax.lax.stop_gradient(a) * x, x)
+    return jnp.where(zero_feasible & curved, jax.lax.stop_gradient(jnp.minimum(a, 1.0)) * x, x)
 
 
 def _eliminate(qp: QP, drop: tuple[int, ...]) -> tuple[QP, np.ndarray, object]:
