@@ -98,7 +98,6 @@ def test_warm_start_from_solution_stops_at_once():
     assert int(s2.iterations) <= 2 < int(s1.iterations)
 
 
-
 def test_warm_start_moved_along_its_ray():
     rng = np.random.default_rng(5)
     p = random_problem(rng, 12, 2)._replace(upper=jnp.full(12, jnp.inf))  # cones and half-lines through 0

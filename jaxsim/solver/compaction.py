@@ -5,12 +5,11 @@ the last env stops, so a batch whose median env needs 10 iterations and whose sl
 needs 150 costs 150 iterations of the whole batch. ``while_loop`` here has a batching
 rule (``jax.custom_batching.custom_vmap``) that, from ``MIN_BATCH`` envs on, runs
 the loop in stages of static, shrinking batch sizes ``B, B/2, B/4, ..., 1`` (or
-another factor, ``shrink``): a stage
-iterates until at most the next stage's size of its envs still run, then those envs
-(and their operands) are gathered into the next stage, and its results are
-scattered back. The cost follows
-the sum of the envs' iterations rather than the batch's maximum, on any backend, with
-static shapes throughout. (Chunking a batch, ``jaxsim.parallel.chunked_vmap``, bounds
+by another factor, ``shrink``): a stage iterates until at most the next stage's size
+of its envs still run, then those envs (and their operands) are gathered into the
+next stage, and its results are scattered back. The cost follows the sum of the
+envs' iterations rather than the batch's maximum, on any backend, with static shapes
+throughout. (Chunking a batch, ``jaxsim.parallel.chunked_vmap``, bounds
 the same waste by running the batch in small pieces one after another, which suits
 a CPU and wastes a GPU.)
 
