@@ -115,6 +115,32 @@ def test_warm_start_moved_along_its_ray():
     assert np.allclose(y, (y @ z) / (z @ z) * z)  # on the ray
 
 
+def test_cold_start_lands_a_flat_box_at_once():
+    """A 0.1 m, 0.5 kg box landing flat at 0.1 m/s on its four bottom corners: by
+    symmetry each corner takes the same normal impulse and no friction, the least
+    of the objective along (1, 0, 0) x 4. With no warm start the steepest descent
+    direction is that ray, so the first iterate is the solution."""
+    h, m = 0.05, 0.5
+    inertia = m * (2 * h) ** 2 / 6
+    M_inv = np.diag([1 / m] * 3 + [1 / inertia] * 3)
+    rows = []
+    for sx in (-1, 1):
+        for sy in (-1, 1):
+            p = np.array([sx * h, sy * h, -h])
+            skew = np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
+            point = np.hstack([np.eye(3), -skew])  # the corner's velocity from (v, w)
+            rows += [point[2], point[0], point[1]]  # normal, then the two tangents
+    J = np.array(rows)
+    A = J @ M_inv @ J.T + 1e-3 * np.eye(12)
+    g = J @ np.array([0.0, 0.0, -0.1, 0.0, 0.0, 0.0])
+    problem = Q.QP(jnp.asarray(A), jnp.asarray(g), jnp.zeros(12), jnp.full(12, jnp.inf), jnp.full(4, 0.5))
+    x, stats = solve(problem, jnp.zeros(12), 1e-10, max_iter=200, block=(3, 4))
+    normal = np.tile([1.0, 0.0, 0.0], 4)
+    expected = -(g @ normal) / (normal @ A @ normal) * normal
+    assert int(stats.iterations) == 1
+    np.testing.assert_allclose(x, expected, rtol=1e-10, atol=1e-14)
+
+
 def loss_fn(adjoint, max_iter):
     def loss(H_half, g, lower, upper, mu):
         H = H_half @ H_half.T + 0.5 * jnp.eye(H_half.shape[0])

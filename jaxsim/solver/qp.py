@@ -31,7 +31,11 @@ Before solving, variables are scaled by a Jacobi preconditioner, one scale per b
 ``block`` variables (so cones and half-lines through 0 stay what they are), which
 equalises bodies of very different masses. The warm start is moved along its ray to
 the objective's least value on it (``along_ray``, one product with H): last step's
-impulses often point the right way at the wrong size.
+impulses often point the right way at the wrong size. So is the projected steepest
+descent direction ``P(-g)`` (in the scaled variables, a Jacobi step from 0), and the
+iterations start from whichever of the two has the lower objective: where there is no
+warm start (a reset, contacts that have just appeared) that one step of the right
+length is often the solution itself (a box landing flat on four corners).
 
 Variables that the caller names (``eliminate``: servo rows) are minimised out exactly
 before iterating, their bounds ignored (``_eliminate``, one Cholesky of their block),
@@ -238,10 +242,14 @@ MIN_L = 1e-3  # L never below this fraction of L_max
 
 
 def init(qp: QP, x0: Array, L_max: Array, cone: str = "circle") -> _Carry:
-    """The state at the warm start ``x0``, projected and moved along its ray to the
-    objective's least value there (``along_ray``)."""
-    x = along_ray(qp, project(x0, qp.lower, qp.upper, qp.mu, cone), cone)
-    Hx = qp.H @ x
+    """The state at the warm start ``x0`` or at the steepest descent direction ``-g``,
+    whichever, projected and moved along its ray to the objective's least value there
+    (``along_ray``), has the lower objective (module docstring)."""
+    warm = along_ray(qp, project(x0, qp.lower, qp.upper, qp.mu, cone), cone)
+    steepest = along_ray(qp, project(-qp.g, qp.lower, qp.upper, qp.mu, cone), cone)
+    Hw, Hs = qp.H @ warm, qp.H @ steepest
+    pick = steepest @ (0.5 * Hs + qp.g) < warm @ (0.5 * Hw + qp.g)
+    x, Hx = jnp.where(pick, steepest, warm), jnp.where(pick, Hs, Hw)
     dtype = x.dtype
     return _Carry(x, Hx, x, Hx, jnp.ones((), dtype), jnp.asarray(L_max, dtype), jnp.zeros((), jnp.int32),
                   jnp.full((), jnp.inf, dtype))
