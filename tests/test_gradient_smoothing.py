@@ -55,7 +55,7 @@ def test_qp_smoothing_converges_to_the_exact_derivative(cone):
     H, g, lower, upper, mu = _problem()
 
     def solve(g, smoothing):
-        x, _ = qp.solve(qp.QP(H, g, lower, upper, mu), jnp.zeros(N), 1e-12, max_iter=20000, block=(3, M),
+        x, _ = qp.solve(qp.QP(H, g, lower, upper, mu), jnp.zeros(N), 1e-14, max_iter=20000, block=(3, M),
                         cone=cone, smoothing=smoothing)
         return x
 
