@@ -242,9 +242,10 @@ MIN_L = 1e-3  # L never below this fraction of L_max
 
 
 def init(qp: QP, x0: Array, L_max: Array, cone: str = "circle") -> _Carry:
-    """The state at the warm start ``x0`` or at the steepest descent direction ``-g``,
-    whichever, projected and moved along its ray to the objective's least value there
-    (``along_ray``), has the lower objective (module docstring)."""
+    """The state at the better of two starts, the warm start ``x0`` and the steepest
+    descent direction ``-g``, each projected and moved along its ray to the
+    objective's least value there (``along_ray``): the one with the lower objective
+    (module docstring)."""
     warm = along_ray(qp, project(x0, qp.lower, qp.upper, qp.mu, cone), cone)
     steepest = along_ray(qp, project(-qp.g, qp.lower, qp.upper, qp.mu, cone), cone)
     Hw, Hs = qp.H @ warm, qp.H @ steepest
