@@ -45,25 +45,30 @@ then lies outside its bounds, all variables are iterated on from there.
 Newton steps through H's low-rank factors. Where the caller passes ``factors = (U,
 W)``, each (n, k) with k < n, such that H is a diagonal plus ``U W^T`` (``U U^T`` where
 W is None; the contact QPs pass ``J L^-T`` with ``L L^T = M``, k = nv dof), the loop
-starts with ``NEWTON_STEPS`` semismooth Newton steps on the fixed point ``x = P(x -
-eta (H x + g))`` from the warm start (``_newton``). The projection's derivative there
+starts with up to ``NEWTON_STEPS`` semismooth Newton steps on the fixed point ``x =
+P(x - eta (H x + g))`` from the start (``_newton``). The projection's derivative there
 says which cones are inside, on their surface or at their apex and which rows are at
 a bound; a Newton step solves that face's linearisation in one k x k factorization
 (``lowrank``), where a dense one of the n x n system would cost ``(n / k)^3`` times as
 much. From a warm start on the right face one step lands on the solution. A step is
 taken, at the best of the lengths ``NEWTON_LENGTHS``, only where it lowers the
-gradient-mapping residual; the projected gradient then finishes. Each Newton step
-counts as one iteration where the solve had not yet converged. On a CPU a step costs
-about ten projected-gradient iterations, about what it saves from a step's warm
-start; from a cold start (``x0 = 0``) it rarely saves any.
+gradient-mapping residual, and the steps stop at the first that is not taken or once
+the solve has converged (``_newton_steps``); the projected gradient then finishes.
+Each Newton step counts as one iteration. On a CPU a step costs about ten
+projected-gradient iterations, about what it saves from a step's warm start; from a
+cold start (``x0 = 0``) it rarely saves any. More steps do not pay for themselves
+even where they are taken: on problems captured from the ant, five steps instead of
+two cut the mean iterations from 5.4 to 2.2 and their 99th percentile from 64 to 6,
+while ten steps of 64 ant envs took 133, 149 and 169 ms with two, three and four.
 
 The returned point is scaled along its ray to be no worse than ``x = 0`` when 0 is
 feasible (``no_worse_than_zero``: a no-op at the solution).
 
 Termination: ``||x_k+1 - y_k||_inf L / L_max <= tol * max(||x_k+1||_inf, floor)`` (the
-gradient-mapping step, relative, in units of a ``1 / L_max`` step), ``max_iter``
-iterations (rejected steps count), or a non-finite residual
-(NaN: a problem with non-finite data stops after one iteration). The iteration count and
+gradient-mapping step, relative, in units of a ``1 / L_max`` step; at the start,
+that of a ``1 / L_max`` step from it, so a start that already solves the problem
+takes no iteration), ``max_iter`` iterations (rejected steps count), or a non-finite
+residual (NaN: a problem with non-finite data stops at once). The iteration count and
 that residual are returned. Under ``vmap`` the loop iterates only on the problems
 still running (``compaction.while_loop``), so a batch's cost follows the sum of its
 problems' iterations, not its hardest problem's times the batch size.
@@ -252,8 +257,10 @@ def init(qp: QP, x0: Array, L_max: Array, cone: str = "circle") -> _Carry:
     pick = steepest @ (0.5 * Hs + qp.g) < warm @ (0.5 * Hw + qp.g)
     x, Hx = jnp.where(pick, steepest, warm), jnp.where(pick, Hs, Hw)
     dtype = x.dtype
-    return _Carry(x, Hx, x, Hx, jnp.ones((), dtype), jnp.asarray(L_max, dtype), jnp.zeros((), jnp.int32),
-                  jnp.full((), jnp.inf, dtype))
+    # measured at the start, so a start that solves the problem (a settled warm start)
+    # takes no iteration and no Newton step
+    res = _gradient_map_residual(qp, L_max, x, Hx, _floor(dtype), cone)
+    return _Carry(x, Hx, x, Hx, jnp.ones((), dtype), jnp.asarray(L_max, dtype), jnp.zeros((), jnp.int32), res)
 
 
 def along_ray(qp: QP, x: Array, cone: str = "circle") -> Array:
@@ -364,10 +371,10 @@ NEWTON_STEPS = 2  # Newton steps from the warm start before the projected-gradie
 NEWTON_LENGTHS = (1.0, 0.5, 0.25)  # the Newton step's lengths tried at once
 
 
-def _gradient_map_residual(qp: QP, L_max: Array, x: Array, Hx: Array, floor: float) -> Array:
+def _gradient_map_residual(qp: QP, L_max: Array, x: Array, Hx: Array, floor: float, cone: str = "circle") -> Array:
     """The relative size of the projected-gradient step ``P(x - (H x + g) / L_max) -
     x``: ``terminate``'s residual at ``L = L_max``."""
-    x_new = project(x - (Hx + qp.g) / L_max, qp.lower, qp.upper, qp.mu)
+    x_new = project(x - (Hx + qp.g) / L_max, qp.lower, qp.upper, qp.mu, cone)
     return jnp.max(jnp.abs(x_new - x), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor)
 
 
@@ -376,7 +383,8 @@ def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: flo
     ``c.x`` (module docstring), solved through H's low-rank factors
     (``lowrank.newton_system_solve``), projected, at the best of a few lengths. Taken
     where it lowers the gradient-mapping residual (momentum reset); counted as an
-    iteration where the solve had not converged yet."""
+    iteration where the solve had not converged yet. Returns the state and whether
+    the step was taken."""
     x = c.x
     U, W = qp.factors
     eta = _block_steps(qp.H, block)
@@ -400,7 +408,26 @@ def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: flo
     x_new, Hx_new = trials[best], Hx[best]
     taken = _Carry(x_new, Hx_new, x_new, Hx_new, jnp.ones_like(c.t), c.L, c.it + 1, res[best])
     kept = c._replace(it=c.it + needed.astype(c.it.dtype))
-    return jax.tree.map(lambda a, b: jnp.where(better, a, b), taken, kept)
+    return jax.tree.map(lambda a, b: jnp.where(better, a, b), taken, kept), better
+
+
+def _newton_steps(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: float, block,
+                  steps: int) -> _Carry:
+    """Up to ``steps`` Newton steps (``_newton``), stopping once the solve has
+    converged or a step was not taken (the next one would start from the same point
+    and be rejected again). A plain ``lax.while_loop``: under ``vmap`` it runs until
+    every env has stopped, never more than ``steps``; alone it skips the steps that
+    cannot help (8 boxes at batch 1: a quarter less time per step)."""
+    def running(carry):
+        c, count, moved = carry
+        return ~skip & moved & (count < steps) & (c.res > tol)
+
+    def body(carry):
+        c, count, _ = carry
+        c, moved = _newton(qp, L_max, c, tol, skip, floor, block)
+        return c, count + 1, moved
+
+    return jax.lax.while_loop(running, body, (c, jnp.zeros((), jnp.int32), jnp.ones((), bool)))[0]
 
 
 def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
@@ -432,8 +459,7 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     if sqp.factors is not None and cone == "circle":
         # a loop rather than unrolled, so XLA compiles the Newton step once: a tenth
         # to a fifth less compile time for a humanoid step, at the same speed
-        c = jax.lax.fori_loop(0, min(NEWTON_STEPS, max_iter),
-                              lambda _, c: _newton(sqp, L_max, c, tol, skip, floor, block), c)
+        c = _newton_steps(sqp, L_max, c, tol, skip, floor, block, min(NEWTON_STEPS, max_iter))
     # the loop does not read the factors: kept out of its operands, which every
     # compacting stage gathers
     operands = (sqp._replace(factors=None), L_max, tol, skip)
