@@ -376,13 +376,15 @@ def _gradient_map_residual(qp: QP, L_max: Array, x: Array, Hx: Array, floor: flo
     return jnp.max(jnp.abs(x_new - x), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor)
 
 
-def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: float, block) -> _Carry:
+def _newton(qp: QP, L_max: Array, c: _Carry, current: Array, tol: Array, skip: Array, floor: float,
+            block) -> _Carry:
     """One semismooth Newton step on the fixed point ``x = P(x - eta (H x + g))`` from
     ``c.x`` (module docstring), solved through H's low-rank factors
     (``lowrank.newton_system_solve``), projected, at the best of a few lengths. Taken
     where it lowers the gradient-mapping residual (momentum reset); counted as an
-    iteration where the solve had not converged yet. Returns the state and whether
-    the step was taken."""
+    iteration where the solve had not converged yet. ``current``: the
+    gradient-mapping residual at ``c.x``. Returns the state and whether the step was
+    taken."""
     x = c.x
     U, W = qp.factors
     eta = _block_steps(qp.H, block)
@@ -402,7 +404,7 @@ def _newton(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: flo
     res = jnp.where(jnp.isfinite(res), res, jnp.inf)
     best = jnp.argmin(res)
     needed = ~skip & (c.res > tol)
-    better = needed & (res[best] < jnp.minimum(_gradient_map_residual(qp, L_max, x, c.Hx, floor), c.res))
+    better = needed & (res[best] < current)
     x_new, Hx_new = trials[best], Hx[best]
     taken = _Carry(x_new, Hx_new, x_new, Hx_new, jnp.ones_like(c.t), c.L, c.it + 1, res[best])
     kept = c._replace(it=c.it + needed.astype(c.it.dtype))
@@ -417,7 +419,9 @@ def _newton_steps(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floo
     ``lax.while_loop``: under ``vmap`` it runs until every env has stopped, never
     more than ``steps``; alone it skips the steps that cannot help (8 boxes at batch
     1: a quarter less time per step)."""
-    start = _gradient_map_residual(qp, L_max, c.x, c.Hx, floor)  # c.res is inf until a step
+    # the residual at c.x: the start's until a step is taken (c.res is inf until then),
+    # then c.res, which a taken step sets to the residual at its point
+    start = _gradient_map_residual(qp, L_max, c.x, c.Hx, floor)
 
     def running(carry):
         c, count, moved = carry
@@ -425,7 +429,7 @@ def _newton_steps(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floo
 
     def body(carry):
         c, count, _ = carry
-        c, moved = _newton(qp, L_max, c, tol, skip, floor, block)
+        c, moved = _newton(qp, L_max, c, jnp.minimum(c.res, start), tol, skip, floor, block)
         return c, count + 1, moved
 
     return jax.lax.while_loop(running, body, (c, jnp.zeros((), jnp.int32), jnp.ones((), bool)))[0]
