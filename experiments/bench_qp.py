@@ -1,13 +1,14 @@
 """The contact QP on problems captured from real steps: iterations and accuracy.
 
-    python experiments/bench_qp.py [--scenes cube cube@fresh ...] [--out results/bench_qp.json]
+    python experiments/bench_qp.py [--scenes cube cube@fresh ...] [--newton-steps N] [--out results/bench_qp.json]
 
 For each scene a short float32 rollout runs with ``jaxsim.solver.qp.solve`` wrapped so
 that every QP the step poses (H with its compliance, g, bounds, mu, the warm start,
 H's low-rank factors) is copied to the host (``jax.debug.callback``; passes a
 ``skip`` flag turns off are left out). The captured problems are then solved again,
 batched, with the solver's defaults (the scene's ``solver_tol``, 500 iterations, the
-step's Jacobi blocks, eliminated servo rows and factors), and the script reports, per
+step's Jacobi blocks, eliminated servo rows and factors; ``--newton-steps``: another
+cap on the Newton steps than ``qp.solve``'s default), and the script reports, per
 scene, the distribution of
 
 * iterations (mean, 99th percentile, max), the cost, and
@@ -78,7 +79,7 @@ class Capture:
         jax.clear_caches()  # a step traced earlier would call the solver it was traced with
 
         def solve(problem, x0, tol, max_iter=200, block=1, adjoint="implicit", cone="circle", skip=None,
-                  smoothing=0.0, eliminate=(), check_bounds=False):
+                  smoothing=0.0, eliminate=(), check_bounds=False, newton_steps=qp.NEWTON_STEPS):
             H = problem.H if problem.compliance is None else problem.H + jnp.diag(problem.compliance)
             flag = jnp.zeros((), bool) if skip is None else jnp.asarray(skip, bool)
             # the low-rank factors (qp.QP.factors; an empty W for U U^T, none: both empty)
@@ -88,7 +89,7 @@ class Capture:
             jax.debug.callback(lambda *a: self._store(*a, block, cone, (eliminate, check_bounds)), H, problem.g,
                                problem.lower, problem.upper, problem.mu, x0, flag, U, W)
             return self._solve(problem, x0, tol, max_iter, block, adjoint, cone, skip, smoothing, eliminate,
-                               check_bounds)
+                               check_bounds, newton_steps)
         qp.solve = solve
         return self
 
@@ -124,7 +125,7 @@ def run_scene(name: str) -> float:
     return float(model.opt.solver_tol)
 
 
-def evaluate(problems: list[dict], tol: float) -> dict:
+def evaluate(problems: list[dict], tol: float, newton_steps: int = qp.NEWTON_STEPS) -> dict:
     """Solve the captured problems (the most common size) in float32 with the solver's
     defaults; iterations and accuracy (module docstring)."""
     n = max({p["H"].shape[0] for p in problems}, key=lambda k: sum(p["H"].shape[0] == k for p in problems))
@@ -139,7 +140,7 @@ def evaluate(problems: list[dict], tol: float) -> dict:
         def one(H, g, lo, up, mu, x0, U, W):
             factors = None if U.shape[-1] == 0 else (U, None if W.shape[-1] == 0 else W)
             return qp.solve(qp.QP(H, g, lo, up, mu, factors=factors), x0, tol_, max_iter=max_iter, block=block,
-                            cone=cone, eliminate=eliminate, check_bounds=check)
+                            cone=cone, eliminate=eliminate, check_bounds=check, newton_steps=newton_steps)
         return jax.vmap(one)(*(d[k] for k in keys))
     x, stats = solve(data32, tol, MAX_ITER)
     reference, _ = solve({**data64, "U": data64["U"][..., :0], "W": data64["W"][..., :0]}, 1e-13, 20_000)
@@ -171,9 +172,11 @@ def evaluate(problems: list[dict], tol: float) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenes", nargs="+", default=SCENES)
+    p.add_argument("--newton-steps", type=int, default=qp.NEWTON_STEPS,
+                   help="cap on the QP's Newton steps when the captured problems are solved again")
     p.add_argument("--out", default=DEFAULT_OUT)
     args = p.parse_args()
-    out = {"machine": machine_info(), "scenes": {}}
+    out = {"machine": machine_info(), "newton_steps": args.newton_steps, "scenes": {}}
     captured = {}
     for name in args.scenes:  # in float32, as users run them
         with Capture() as cap:
@@ -185,7 +188,7 @@ def main() -> None:
           "| objective gap max |")
     print("|---|---|---|---|---|---|")
     for name, (problems, tol) in captured.items():
-        r = evaluate(problems, tol)
+        r = evaluate(problems, tol, args.newton_steps)
         out["scenes"][name] = r
         it, res = r["iterations"], r["natural_map_residual"]
         print(f"| {name} | {r['problems']} | {r['n']} | {it['mean']:.1f} / {it['p99']:.0f} / {it['max']} | "

@@ -50,17 +50,19 @@ P(x - eta (H x + g))`` from the start (``_newton``). The projection's derivative
 says which cones are inside, on their surface or at their apex and which rows are at
 a bound; a Newton step solves that face's linearisation in one k x k factorization
 (``lowrank``), where a dense one of the n x n system would cost ``(n / k)^3`` times as
-much. From a warm start on the right face one step lands on the solution. A step is
-taken, at the best of the lengths ``NEWTON_LENGTHS``, only where it lowers the
-gradient-mapping residual, and the steps stop at the first that is not taken or once
-one meets the tolerance, and none is taken from a start that meets it
-(``_newton_steps``); the projected gradient then finishes.
+much. From a warm start on the right face one step lands on the solution. Each step
+is taken at the best of the lengths ``NEWTON_LENGTHS``, while its gradient-mapping
+residual stays below ``NEWTON_SLACK`` times the lowest so far (non-monotone: the
+iteration may rise once before it falls), and the point with the lowest residual
+goes on to the projected gradient, which finishes; none is taken from a start that
+meets the tolerance (``_newton_steps``). The cap is ``solve``'s ``newton_steps``.
 Each Newton step counts as one iteration. On a CPU a step costs about ten
 projected-gradient iterations, about what it saves from a step's warm start; from a
-cold start (``x0 = 0``) it rarely saves any. More steps do not pay for themselves
-even where they are taken: on problems captured from the ant, five steps instead of
-two cut the mean iterations from 5.4 to 2.2 and their 99th percentile from 64 to 6,
-while ten steps of 64 ant envs took 133, 149 and 169 ms with two, three and four.
+cold start (``x0 = 0``) it rarely saves any. More steps cut the iterations but not,
+on a CPU, the time: on problems captured from the ant, eight steps instead of two
+cut the mean iterations from 4.9 to 1.7 and the largest from 96 to 7, while ten
+steps of 64 ant envs took 37 % longer (the steps run until the batch's last env
+stops).
 
 The returned point is scaled along its ray to be no worse than ``x = 0`` when 0 is
 feasible (``no_worse_than_zero``: a no-op at the solution).
@@ -365,7 +367,10 @@ def _eliminate(qp: QP, drop: tuple[int, ...]) -> tuple[QP, np.ndarray, object]:
 TINY = 16
 TINY_STAGE_SHRINK = 4
 
-NEWTON_STEPS = 2  # Newton steps from the warm start before the projected-gradient loop
+NEWTON_STEPS = 2  # default cap on the Newton steps before the projected-gradient loop
+# a Newton step is kept as the next one's start while its residual stays below this
+# factor times the lowest so far (``_newton_steps``)
+NEWTON_SLACK = 2.0
 NEWTON_LENGTHS = (1.0, 0.5, 0.25)  # the Newton step's lengths tried at once
 
 
@@ -376,15 +381,14 @@ def _gradient_map_residual(qp: QP, L_max: Array, x: Array, Hx: Array, floor: flo
     return jnp.max(jnp.abs(x_new - x), initial=0.0) / jnp.maximum(jnp.max(jnp.abs(x_new), initial=0.0), floor)
 
 
-def _newton(qp: QP, L_max: Array, c: _Carry, current: Array, tol: Array, skip: Array, floor: float,
+def _newton(qp: QP, L_max: Array, c: _Carry, bound: Array, tol: Array, skip: Array, floor: float,
             block) -> _Carry:
     """One semismooth Newton step on the fixed point ``x = P(x - eta (H x + g))`` from
     ``c.x`` (module docstring), solved through H's low-rank factors
     (``lowrank.newton_system_solve``), projected, at the best of a few lengths. Taken
-    where it lowers the gradient-mapping residual (momentum reset); counted as an
-    iteration where the solve had not converged yet. ``current``: the
-    gradient-mapping residual at ``c.x``. Returns the state and whether the step was
-    taken."""
+    where its gradient-mapping residual is below ``bound`` (momentum reset); counted
+    as an iteration where the solve had not converged yet. Returns the state and
+    whether the step was taken."""
     x = c.x
     U, W = qp.factors
     eta = _block_steps(qp.H, block)
@@ -404,7 +408,7 @@ def _newton(qp: QP, L_max: Array, c: _Carry, current: Array, tol: Array, skip: A
     res = jnp.where(jnp.isfinite(res), res, jnp.inf)
     best = jnp.argmin(res)
     needed = ~skip & (c.res > tol)
-    better = needed & (res[best] < current)
+    better = needed & (res[best] < bound)
     x_new, Hx_new = trials[best], Hx[best]
     taken = _Carry(x_new, Hx_new, x_new, Hx_new, jnp.ones_like(c.t), c.L, c.it + 1, res[best])
     kept = c._replace(it=c.it + needed.astype(c.it.dtype))
@@ -414,29 +418,45 @@ def _newton(qp: QP, L_max: Array, c: _Carry, current: Array, tol: Array, skip: A
 def _newton_steps(qp: QP, L_max: Array, c: _Carry, tol: Array, skip: Array, floor: float, block,
                   steps: int) -> _Carry:
     """Up to ``steps`` Newton steps (``_newton``), none where the start already meets
-    the tolerance, and stopping once one meets it or at a step not taken (the next
-    one would start from the same point and be rejected again). A plain
-    ``lax.while_loop``: under ``vmap`` it runs until every env has stopped, never
-    more than ``steps``; alone it skips the steps that cannot help (8 boxes at batch
-    1: a quarter less time per step)."""
-    # the residual at c.x: the start's until a step is taken (c.res is inf until then),
-    # then c.res, which a taken step sets to the residual at its point
+    the tolerance. Non-monotone: each step starts from the last one taken, and a step
+    is taken while its gradient-mapping residual stays below ``NEWTON_SLACK`` times
+    the lowest one so far. The steps stop once one meets the tolerance, at a step not
+    taken (the next one would start from the same point and be rejected again), or
+    after ``steps``, and the point with the lowest residual is returned (the start
+    where none lowered it), with every step counted.
+
+    Why non-monotone: near the surface of a sliding contact's cone the semismooth
+    Newton iteration often raises the residual a few per cent once before it falls by
+    orders of magnitude (the ant's slowest captured problems: up 4 %, then down from
+    1e-3 to 1e-7 in three steps); a monotone rule stops at that step and leaves the
+    projected gradient 50-100 iterations.
+
+    A plain ``lax.while_loop``: under ``vmap`` it runs until every env has stopped,
+    never more than ``steps``; alone it skips the steps that cannot help (8 boxes at
+    batch 1: a quarter less time per step)."""
     start = _gradient_map_residual(qp, L_max, c.x, c.Hx, floor)
 
     def running(carry):
-        c, count, moved = carry
-        return ~skip & moved & (count < steps) & (jnp.minimum(c.res, start) > tol)
+        _, _, lowest, count, moved = carry
+        return ~skip & moved & (count < steps) & (lowest > tol)
 
     def body(carry):
-        c, count, _ = carry
-        c, moved = _newton(qp, L_max, c, jnp.minimum(c.res, start), tol, skip, floor, block)
-        return c, count + 1, moved
+        c, best, lowest, count, _ = carry
+        c, moved = _newton(qp, L_max, c, NEWTON_SLACK * lowest, tol, skip, floor, block)
+        lower = moved & (c.res < lowest)
+        best = jax.tree.map(lambda a, b: jnp.where(lower, a, b), c, best)
+        return c, best, jnp.where(lower, c.res, lowest), count + 1, moved
 
-    return jax.lax.while_loop(running, body, (c, jnp.zeros((), jnp.int32), jnp.ones((), bool)))[0]
+    # best starts as c, whose res is inf until a step is taken: where no step lowers
+    # the residual, the projected gradient starts from c as it would without them
+    c, best, _, _, _ = jax.lax.while_loop(running, body, (c, c, start, jnp.zeros((), jnp.int32),
+                                                          jnp.ones((), bool)))
+    return best._replace(it=c.it)
 
 
 def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
-         skip: Array | bool = False, eliminate: tuple = ((), False)) -> tuple[Array, Stats]:
+         skip: Array | bool = False, eliminate: tuple = ((), False),
+         newton_steps: int = NEWTON_STEPS) -> tuple[Array, Stats]:
     drop, check_bounds = eliminate
     if drop:
         # the reduced objective at x_k is the least full objective with that x_k, so
@@ -445,7 +465,7 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
         if kept.size == 0:  # nothing left to iterate on
             x, stats = expand(x0[kept]), Stats(jnp.zeros((), jnp.int32), jnp.zeros((), x0.dtype))
         else:
-            x, stats = _run(reduced, x0[kept], tol, max_iter, block, cone, skip)
+            x, stats = _run(reduced, x0[kept], tol, max_iter, block, cone, skip, newton_steps=newton_steps)
             x = expand(x)
         if not check_bounds:
             return x, stats
@@ -453,7 +473,7 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
         # minimises a relaxation of it); elsewhere iterate on everything from there
         idx = np.asarray(drop)
         within = jnp.all((x[idx] >= qp.lower[idx]) & (x[idx] <= qp.upper[idx]))
-        x2, stats2 = _run(qp, x, tol, max_iter, block, cone, skip | within)
+        x2, stats2 = _run(qp, x, tol, max_iter, block, cone, skip | within, newton_steps=newton_steps)
         return (jnp.where(within, x, x2),
                 Stats(stats.iterations + stats2.iterations, jnp.where(within, stats.residual, stats2.residual)))
     sqp, s = _scaled(qp, block)
@@ -464,7 +484,7 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     if sqp.factors is not None and cone == "circle":
         # a loop rather than unrolled, so XLA compiles the Newton step once: a tenth
         # to a fifth less compile time for a humanoid step, at the same speed
-        c = _newton_steps(sqp, L_max, c, tol, skip, floor, block, min(NEWTON_STEPS, max_iter))
+        c = _newton_steps(sqp, L_max, c, tol, skip, floor, block, min(newton_steps, max_iter))
     # the loop does not read the factors: kept out of its operands, which every
     # compacting stage gathers
     operands = (sqp._replace(factors=None), L_max, tol, skip)
@@ -474,10 +494,10 @@ def _run(qp: QP, x0: Array, tol: Array, max_iter: int, block: int, cone: str,
     return no_worse_than_zero(qp, c.x * s), Stats(c.it, c.res)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(5, 6, 7, 8))
+@functools.partial(jax.custom_jvp, nondiff_argnums=(5, 6, 7, 8, 9))
 def _solve_implicit(qp: QP, x0: Array, tol: Array, skip: Array, smoothing: Array, max_iter: int, block: int,
-                    cone: str, eliminate: tuple):
-    return _run(qp, x0, tol, max_iter, block, cone, skip, eliminate)
+                    cone: str, eliminate: tuple, newton_steps: int):
+    return _run(qp, x0, tol, max_iter, block, cone, skip, eliminate, newton_steps)
 
 
 def blend(distance: Array, width: Array) -> Array:
@@ -664,10 +684,10 @@ def _param_tangent(qp: QP, dqp: QP, z: Array, cone: str) -> Array:
 
 @_solve_implicit.defjvp
 @full_precision
-def _solve_implicit_jvp(max_iter, block, cone, eliminate, primals, tangents):
+def _solve_implicit_jvp(max_iter, block, cone, eliminate, newton_steps, primals, tangents):
     qp, x0, tol, skip, smoothing = primals
     dqp = tangents[0]
-    x, stats = _run(qp, x0, tol, max_iter, block, cone, skip, eliminate)
+    x, stats = _run(qp, x0, tol, max_iter, block, cone, skip, eliminate, newton_steps)
     x = jax.lax.stop_gradient(x)
     eta = _block_steps(qp.H, block)
     width = smoothing * eta  # the smoothing speed as an impulse per variable
@@ -707,7 +727,7 @@ def _solve_unrolled(qp: QP, x0: Array, max_iter: int, block: int, cone: str) -> 
 def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
           adjoint: str = "implicit", cone: str = "circle", skip: Array | None = None,
           smoothing: Array | float = 0.0, eliminate: tuple[int, ...] = (),
-          check_bounds: bool = False) -> tuple[Array, Stats]:
+          check_bounds: bool = False, newton_steps: int = NEWTON_STEPS) -> tuple[Array, Stats]:
     """Solve the QP from the warm start ``x0``.
 
     Args:
@@ -741,6 +761,10 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
         solve whose eliminated variables end outside them goes on over all variables
         from that point (projected), its iterations added. Without it their bounds
         are not read: pass False only for variables without bounds.
+      newton_steps: static cap on the Newton steps before the projected gradient
+        (module docstring; read only with ``qp.factors`` and circular cones). More
+        steps cut the iterations where they are taken and cost about ten
+        projected-gradient iterations each; the default suits a CPU.
 
     Returns:
       (x (n,), Stats).
@@ -758,13 +782,16 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
     k, n = 3 * np.shape(qp.mu)[-1], np.shape(qp.g)[-1]
     if drop and (min(drop) < k or max(drop) >= n or len(set(drop)) != len(drop)):
         raise ValueError(f"eliminate must name distinct variables in [{k}, {n}) (after the cone blocks), got {drop}")
-    return _solve(qp, x0, tol, skip, smoothing, int(max_iter), block, adjoint, cone, (drop, bool(check_bounds)))
+    if int(newton_steps) < 0:
+        raise ValueError(f"newton_steps must be >= 0, got {newton_steps}")
+    return _solve(qp, x0, tol, skip, smoothing, int(max_iter), block, adjoint, cone, (drop, bool(check_bounds)),
+                  int(newton_steps))
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6, 7, 8, 9))
+@functools.partial(jax.jit, static_argnums=(5, 6, 7, 8, 9, 10))
 @full_precision
 def _solve(qp: QP, x0: Array, tol, skip: Array, smoothing, max_iter: int, block, adjoint: str,
-           cone: str, eliminate: tuple) -> tuple[Array, Stats]:
+           cone: str, eliminate: tuple, newton_steps: int) -> tuple[Array, Stats]:
     if qp.compliance is not None:  # outside the custom rule: gradients flow through H
         qp = qp._replace(H=qp.H + jnp.diag(qp.compliance), compliance=None)
     if adjoint == "unrolled":
@@ -772,4 +799,5 @@ def _solve(qp: QP, x0: Array, tol, skip: Array, smoothing, max_iter: int, block,
     tol = jnp.asarray(tol, qp.g.dtype)
     skip = jnp.asarray(skip, bool)
     smoothing = jax.lax.stop_gradient(jnp.asarray(smoothing, qp.g.dtype))
-    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, smoothing, max_iter, block, cone, eliminate)
+    return _solve_implicit(qp, jax.lax.stop_gradient(x0), tol, skip, smoothing, max_iter, block, cone, eliminate,
+                           newton_steps)
