@@ -1,7 +1,7 @@
 """What the contact solve costs in a step, beside MJX: the step with the model's QP
 settings against the same step with its QP cut to one iteration, in one process.
 
-    python experiments/solve_share.py [--scene cube] [--batch 64] [--out results/solve_share.json]
+    python experiments/solve_share.py [--scene cube] [--batch 64] [--newton-steps 8 ...] [--out results/solve_share.json]
 
 jaxsim's step is timed twice, with the model's ``solver_iterations`` and with 1 (so
 the QP runs one iteration and its Newton steps: the rest of the step at full cost,
@@ -10,6 +10,9 @@ a call, from bench_step.py's settled states with a zero warm start. The three ar
 timed in alternating rounds of at least 1 s each (4 by default) and the median is
 reported with the ratios to MJX. The one-iteration step is not a setting to simulate
 with (its impulses are one iteration's): it bounds what any faster solve can reach.
+``--newton-steps N ...`` times the step with each of these caps on the QP's Newton
+steps too (the point models' ``newton_steps``); each jaxsim row gives the mean and
+largest QP iterations over the batch in the last step of its first call.
 """
 
 from __future__ import annotations
@@ -37,16 +40,21 @@ def main() -> None:
     p.add_argument("--scene", default="cube", help="a bench_step.py scene: cube, boxes8, ant, humanoid")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--newton-steps", type=int, nargs="*", default=[],
+                   help="also time the step with these caps on the QP's Newton steps")
     p.add_argument("--out", default=DEFAULT_OUT)
     a = p.parse_args()
     xml = scene_xml(a.scene)
     opts = {"max_contacts": 48} if a.scene == "boxes8" else ({"max_contacts": 16} if a.scene in LIMITED else {})
-    calls = {}
-    for label, cap in (("jaxsim", None), ("jaxsim, QP cut to 1 iteration", 1)):
-        model = load_mjcf(xml, dtype=jnp.float32, **opts, **({} if cap is None else {"solver_iterations": cap}))
+    calls, iterations = {}, {}
+    variants = [("jaxsim", {}), ("jaxsim, QP cut to 1 iteration", {"solver_iterations": 1})]
+    variants += [(f"jaxsim, newton_steps={n}", {"newton_steps": n}) for n in a.newton_steps]
+    for label, extra in variants:
+        model = load_mjcf(xml, dtype=jnp.float32, **opts, **extra)
         states = jaxsim_init(model, random_states(settle_jaxsim(model, xml, 1.0), a.batch))
         f = jax.jit(jaxsim_steps(model, 10, None, jaxsim.parallel.batch_mesh(a.batch)))
-        jax.block_until_ready(f(states))
+        it = np.asarray(jax.block_until_ready(f(states)).solver.iterations)
+        iterations[label] = {"mean": float(it.mean()), "max": int(it.max())}
         calls[label] = (f, (states,))
     mm, mx, dx = load_mjx(xml)
     settle(mm, 1.0)
@@ -60,8 +68,11 @@ def main() -> None:
     rows = []
     for key, rs in rates.items():
         med = float(np.median(rs))
-        rows.append({"run": key, "steps_per_s": med, "over_mjx": med / mjx_rate, "rounds": rs})
-        print(f"{a.scene}, batch {a.batch}, {key:30s} {med:10.0f} steps/s  {med / mjx_rate:5.2f}x MJX", flush=True)
+        rows.append({"run": key, "steps_per_s": med, "over_mjx": med / mjx_rate, "rounds": rs,
+                     "qp_iterations": iterations.get(key)})
+        it = iterations.get(key)
+        its = f"  QP iterations mean {it['mean']:.1f}, max {it['max']}" if it else ""
+        print(f"{a.scene}, batch {a.batch}, {key:30s} {med:10.0f} steps/s  {med / mjx_rate:5.2f}x MJX{its}", flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump({"machine": machine_info(), "args": vars(a), "rows": rows}, fh, indent=1)

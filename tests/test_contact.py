@@ -414,3 +414,31 @@ def test_joint_limit_holds_a_pendulum(integrator):
     # follow v+; semi-implicit Euler is exact
     assert abs(float(state.v[0])) < (1e-3 if integrator == "euler" else 0.05)
     assert not bool(state.nonfinite)
+
+
+def test_newton_steps_change_the_solve_not_the_motion():
+    """The point models' ``newton_steps``: two boxes stacked on the floor (their QP
+    has more rows than twice the dof, so it takes Newton steps through A's factors),
+    float64, ``solver_tol`` 1e-10, the 11 steps from 1 mm above rest in which they
+    land. Without Newton steps the projected gradient alone takes far more
+    iterations than with up to four (measured: 858 against 12), and both give the
+    same motion to the QP's tolerance (1.3e-11 m)."""
+    def stack(newton_steps):
+        b = jaxsim.ModelBuilder(timestep=2e-3, solver_tol=1e-10, solver_iterations=2000, newton_steps=newton_steps)
+        b.add_geom("world", "plane", (5, 5, 0.1), friction=(0.6, 0.6))
+        for i, z in enumerate((0.051, 0.152)):
+            b.add_body(f"box{i}", pos=(0.01 * i, 0, z), mass=0.5 + 2.0 * i, inertia=(1e-3,) * 3)
+            b.add_joint(f"box{i}", "free")
+            b.add_geom(f"box{i}", "box", (0.05, 0.05, 0.05))
+        return b.build(jnp.float64)
+
+    runs = {}
+    for steps in (0, 4):
+        model = stack(steps)
+        assert model.contact_params.newton_steps == steps
+        runs[steps] = jax.jit(jaxsim.rollout)(model, jaxsim.make_state(model), jnp.zeros((11, 0)))[1]
+    assert int(runs[0].contact.active[-1].sum()) >= 8  # both boxes rest on their faces
+    iterations = {k: int(t.solver.iterations.sum()) for k, t in runs.items()}
+    assert iterations[0] > 10 * iterations[4], iterations
+    np.testing.assert_allclose(np.asarray(runs[4].q), np.asarray(runs[0].q), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(runs[4].v), np.asarray(runs[0].v), rtol=0, atol=1e-7)

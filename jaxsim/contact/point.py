@@ -107,6 +107,8 @@ class RelaxedParams:
     contact_rate: Array = param(1000.0, "1/s, K: penetration and drift correction rate (capped at 1/dt)")
     contact_relaxation: Array = param(0.01, "lambda, dimensionless QP relaxation (relaxation_scale)")
     max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the correcting velocity")
+    newton_steps: int = param(qp.NEWTON_STEPS, "cap on the contact QP's Newton steps before its projected "
+                              "gradient (static)", minimum=0, static=True)
 
     def gains(self, dt):
         """(K, lambda, cap): K capped at 1/dt."""
@@ -117,9 +119,12 @@ class RelaxedParams:
 
 @pytree_dataclass
 class RigidParams:
-    """No parameters of its own: the rigid variant is the relaxed one with K = lambda = 0
-    (no position correction, no relaxation; the scene's ``slip_speed`` still picks the
-    friction coefficient)."""
+    """The rigid variant is the relaxed one with K = lambda = 0 (no position
+    correction, no relaxation; the scene's ``slip_speed`` still picks the friction
+    coefficient); its QP takes the same ``newton_steps``."""
+
+    newton_steps: int = param(qp.NEWTON_STEPS, "cap on the contact QP's Newton steps before its projected "
+                              "gradient (static)", minimum=0, static=True)
 
     def gains(self, dt):
         """(K, lambda, cap) = (0, 0, inf)."""
@@ -300,7 +305,8 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
     servos = servo_elimination(model.topo, problem.nr, 3 * m)
     solve_qp = lambda pr, x0, skip=None: qp.solve(pr, x0, opt.solver_tol, max_iter=opt.solver_iterations,  # noqa: E731
                                                   block=(3, m), adjoint=opt.adjoint, skip=skip,
-                                                  smoothing=opt.gradient_smoothing, **servos)
+                                                  smoothing=opt.gradient_smoothing,
+                                                  newton_steps=model.contact_params.newton_steps, **servos)
     x1, stats1 = solve_qp(problem_qp, common.warm_start(problem))
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided
