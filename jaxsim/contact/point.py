@@ -102,13 +102,18 @@ Array = jax.Array
 DRIFT_TOLERANCE = 1e-5  # m, tangential drift of a sticking point left uncorrected
 
 
+def _newton_steps_param():
+    """The ``newton_steps`` field the relaxed and rigid models share."""
+    return param(qp.NEWTON_STEPS, "cap on the contact QP's Newton steps before its projected gradient (static)",
+                 minimum=0, static=True)
+
+
 @pytree_dataclass
 class RelaxedParams:
     contact_rate: Array = param(1000.0, "1/s, K: penetration and drift correction rate (capped at 1/dt)")
     contact_relaxation: Array = param(0.01, "lambda, dimensionless QP relaxation (relaxation_scale)")
     max_depenetration_speed: Array = param(0.5, "m/s (rad/s for hinge limits), cap on the correcting velocity")
-    newton_steps: int = param(qp.NEWTON_STEPS, "cap on the contact QP's Newton steps before its projected "
-                              "gradient (static)", minimum=0, static=True)
+    newton_steps: int = _newton_steps_param()
 
     def gains(self, dt):
         """(K, lambda, cap): K capped at 1/dt."""
@@ -123,8 +128,7 @@ class RigidParams:
     correction, no relaxation; the scene's ``slip_speed`` still picks the friction
     coefficient); its QP takes the same ``newton_steps``."""
 
-    newton_steps: int = param(qp.NEWTON_STEPS, "cap on the contact QP's Newton steps before its projected "
-                              "gradient (static)", minimum=0, static=True)
+    newton_steps: int = _newton_steps_param()
 
     def gains(self, dt):
         """(K, lambda, cap) = (0, 0, inf)."""
