@@ -199,19 +199,25 @@ def test_low_rank_newton_step_solves_the_damped_newton_system(low_rank_problems)
     Alart-Curnier function, at random impulses (contacts separating, sticking and
     sliding among them), for a small and a large damping ``eps``."""
     W, q, mu, U, c = low_rank_problems
-    rng = np.random.default_rng(0)
-    for i in range(len(q)):
-        p = friction._Problem(jnp.asarray(W[i]), jnp.asarray(q[i]), jnp.asarray(mu[i]), jnp.zeros(0), jnp.zeros(0))
-        rho = friction._rho(p.W, len(mu[i]))
-        r = friction.project(jnp.asarray(rng.normal(size=len(q[i]))), p.mu, p.lower, p.upper)
+    dampings = (1e-6, 0.3)
+
+    @jax.jit  # one program for the 12 problems: eager dispatch would compile every operation on its own
+    def low_rank_and_dense(W, q, mu, U, c, r):
+        p = friction._Problem(W, q, mu, jnp.zeros(0), jnp.zeros(0))
+        rho = friction._rho(p.W, mu.shape[0])
+        r = friction.project(r, p.mu, p.lower, p.upper)
         u = p.W @ r + p.q
         F = friction._phi(p, rho, r, u)
         dF_dr = jax.jacfwd(lambda x: friction._F(p, rho, x))(r)
         dphi_du = jax.jacfwd(lambda v: friction._phi(p, rho, r, v))(u)
-        for damping in (1e-6, 0.3):
-            eps = damping / rho
-            dr = friction._lowrank_newton(p, rho, r, u, F, (jnp.asarray(U[i]), None), jnp.asarray(c[i]), eps)
-            dense = np.linalg.solve(dF_dr + dphi_du * eps[None, :], -F)
+        return F, [(friction._lowrank_newton(p, rho, r, u, F, (U, None), c, d / rho),
+                    dF_dr + dphi_du * (d / rho)[None, :]) for d in dampings]
+
+    rng = np.random.default_rng(0)
+    for i in range(len(q)):
+        F, steps = low_rank_and_dense(W[i], q[i], mu[i], U[i], c[i], rng.normal(size=len(q[i])))
+        for dr, system in steps:
+            dense = np.linalg.solve(system, -np.asarray(F))
             np.testing.assert_allclose(dr, dense, rtol=1e-6, atol=1e-9 * np.abs(dense).max())
 
 

@@ -194,12 +194,14 @@ def test_point_jacobian_finite_difference(humanoid):
         kin = jaxsim.forward_kinematics(humanoid, q)
         return kin.body_pos_w[body] + kin.body_rot_w[body] @ offset
 
-    kin = jaxsim.forward_kinematics(humanoid, s.q)
-    jac = jaxsim.point_jacobian(humanoid, kin, body, point(s.q))
-    eps = 1e-6
-    fd = (point(integrate_positions(humanoid, s.q, s.v, eps))
-          - point(integrate_positions(humanoid, s.q, s.v, -eps))) / (2 * eps)
-    np.testing.assert_allclose(np.asarray(jac @ s.v), np.asarray(fd), rtol=1e-7, atol=1e-8)
+    @jax.jit  # one program: eager dispatch would compile every operation on its own
+    def velocity_and_difference(q, v, eps=1e-6):
+        jac = jaxsim.point_jacobian(humanoid, jaxsim.forward_kinematics(humanoid, q), body, point(q))
+        fd = (point(integrate_positions(humanoid, q, v, eps)) - point(integrate_positions(humanoid, q, v, -eps)))
+        return jac @ v, fd / (2 * eps)
+
+    velocity, fd = velocity_and_difference(s.q, s.v)
+    np.testing.assert_allclose(np.asarray(velocity), np.asarray(fd), rtol=1e-7, atol=1e-8)
 
 
 def test_nonfinite_flag(humanoid):
