@@ -402,8 +402,9 @@ def test_capsule_near_a_cylinder_edge_has_the_contacts_derivative():
     f = jax.jit(deepest)  # one program: eager dispatch would compile every operation on its own
     assert float(f(q0)[0]) > 0
     jac = np.asarray(jax.jit(jax.jacfwd(deepest))(q0))
-    step = 1e-6 * np.eye(model.nq)
-    fd = np.stack([(np.asarray(f(q0 + step[i])) - np.asarray(f(q0 - step[i]))) / 2e-6 for i in range(model.nq)], 1)
+    h = 1e-6
+    step = h * np.eye(model.nq)
+    fd = np.stack([(np.asarray(f(q0 + step[i])) - np.asarray(f(q0 - step[i]))) / (2 * h) for i in range(model.nq)], 1)
     # measured: depth and point within 1e-4, the normal within 1.4e-2 (before: 53)
     np.testing.assert_allclose(jac[:4], fd[:4], atol=2e-3)
     np.testing.assert_allclose(jac[4:], fd[4:], atol=5e-2)
