@@ -61,8 +61,8 @@ def _release_compiled_code():
 
 
 # the modules holding the longest tests (float32 subprocess runs, notebooks, training)
-# run first: pytest-xdist hands out tests in collection order, and one of them started
-# last would keep a worker busy while the other has nothing left
+# run first: pytest-xdist hands out modules (``--dist loadfile``) in collection order,
+# and a long one started last would keep a worker busy while the other has nothing left
 LONGEST_FIRST = ("test_robustness.py", "test_notebooks.py", "test_envs.py", "test_parameter_gradients.py",
                  "test_parallel.py")
 
