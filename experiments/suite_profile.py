@@ -70,7 +70,6 @@ def pytest_runtest_protocol(item, nextitem):
     _current[0] = "(outside a test)"
 
 
-
 def pytest_sessionfinish(session):
     directory = os.environ.get(DIR_VARIABLE)
     if directory:
