@@ -19,9 +19,9 @@ slips (its tangential speed above ``opt.slip_speed``, or held kinetic by the mod
 the static one else. ``desaxce_shift``: De Saxce's ``mu |v_t|`` added to the normal
 target of a slipping slot, which keeps the cone's normal velocity ``mu |v_t|`` from
 lifting it; ``add_to_normals`` puts a per-slot value on the normal rows.
-``second_pass``: De Saxce's fixed point taken one step further, a second solve from the
+``two_passes``: De Saxce's fixed point taken one step further, a second solve from the
 first one's solution with the friction mode and shift of the velocities the first one
-left (everywhere, or only where ``redo``).
+left (everywhere, or only where ``redo``), both passes through one solve in the program.
 
 Rows of the solve. ``row_mask`` (the active slot rows, then the active generic rows),
 ``restrict`` (a matrix decoupled outside the mask), ``mask`` (impulses zero outside
@@ -133,19 +133,50 @@ def add_to_normals(g: Array, problem: Problem, value: Array) -> Array:
     return g.at[:R * m:R].add(jnp.where(problem.contacts.active, value, 0.0))
 
 
-def second_pass(solve: Callable, x1: Array, stats1, redo: Array | None = None) -> tuple[Array, SolverStats]:
-    """De Saxce's second pass: ``solve(x0, skip) -> (x, stats)`` solves again, with the
-    friction mode and shift of the velocities that the first pass's solution ``x1``
-    left, warm-started from ``x1``. With ``redo`` (a bool) only where it holds (under
-    vmap a ``cond`` runs both branches for every env: ``skip`` keeps the envs that need
-    no second pass out of the solver's loop). Returns the solution and both passes'
-    stats."""
-    if redo is None:
-        x, stats2 = solve(x1, None)
-    else:
-        zero = jax.tree.map(jnp.zeros_like, stats1)
-        x, stats2 = jax.lax.cond(redo, lambda: solve(x1, ~redo), lambda: (x1, zero))
-    return x, merge_stats(stats1, stats2)
+def two_passes(solve: Callable, first, second: Callable, x0: Array):
+    """De Saxce's second pass: a first solve from ``x0``, then a second one from its
+    solution, posed with the friction mode and shift of the velocities the first one
+    left.
+
+    Args:
+      solve: ``(args, x0, skip) -> (x, stats)``, where ``args`` is a pytree of the
+        arrays the two passes pose differently (the QP's g and mu, say).
+      first: the first pass's ``args``.
+      second: ``x1 -> (args, redo, extra)``: the second pass's ``args`` from the first
+        one's solution ``x1``, where it is needed (a () bool, or None: everywhere),
+        and a pytree of anything else the caller wants from ``x1``.
+      x0: the first pass's warm start.
+
+    Returns:
+      (the solution, both passes' ``SolverStats``, ``second``'s ``extra``).
+
+    Why one solve for both: the passes run as a two-step ``lax.scan`` over a single
+    call of ``solve``, so the solver's loops, its Newton steps and, under ``grad``,
+    its adjoint are compiled once; two calls would be two copies of them in the
+    program (XLA inlines both). Where the second pass is not needed a ``lax.cond``
+    skips it; under ``vmap``, where a ``cond`` runs both branches for every env,
+    ``skip`` keeps those envs out of the solver's loop."""
+    def one_pass(carry, is_second):
+        x, stats = carry
+        args2, redo, extra = second(x)
+        args = jax.tree.map(lambda a, b: jnp.where(is_second, b, a), first, args2)
+        if redo is None:
+            x_new, new = solve(args, x, None)
+            return (x_new, merge_stats(stats, new)), extra
+        run = ~is_second | redo
+
+        def solved():
+            x_, new = solve(args, x, ~run)
+            return x_, as_stats(new)
+
+        def skipped():
+            return x, SolverStats(jnp.zeros_like(stats.iterations), jnp.zeros_like(stats.residual))
+        x_new, new = jax.lax.cond(run, solved, skipped)
+        return (x_new, merge_stats(stats, new)), extra
+
+    start = SolverStats(jnp.zeros((), jnp.int32), jnp.zeros((), x0.dtype))
+    (x, stats), extras = jax.lax.scan(one_pass, (x0, start), jnp.asarray([False, True]))
+    return x, stats, jax.tree.map(lambda e: e[1], extras)
 
 
 # ------------------------------------------------------------------------- rows of a solve

@@ -311,20 +311,22 @@ def solve(model: Model, problem: Problem, carry: PointCarry) -> Solution:
                                                   block=(3, m), adjoint=opt.adjoint, skip=skip,
                                                   smoothing=opt.gradient_smoothing,
                                                   newton_steps=model.contact_params.newton_steps, **servos)
-    x1, stats1 = solve_qp(problem_qp, common.warm_start(problem))
     # second pass: the friction mode and De Saxce's shift from the slip speed at the
     # step's end, as the first pass left it (one step of the fixed point). Decided
     # from the start alone, the cone of an impact depended on whether the point
     # approached sliding at 9 or 11 mm/s, and a sliding point stopped by an impact
     # could approach the surface at mu |v_t|. It is skipped where no mode changed and
     # no shift moved by more than 0.1 slip_speed
-    vt_end = common.tangential_speed(common.end_velocity(space.A, space.b, x1, m))
-    slipping2, mu2, shift2 = friction_mode(model, problem, vt_end)
-    c2 = common.add_to_normals(c, problem, shift2 - shift)
-    redo = (jnp.any(slipping2 != slipping)
-            | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.opt.slip_speed))
-    x, stats = common.second_pass(
-        lambda x0, skip: solve_qp(problem_qp._replace(g=c2, mu=mu2.astype(c.dtype)), x0, skip), x1, stats1, redo)
+    def second(x1):
+        vt_end = common.tangential_speed(common.end_velocity(space.A, space.b, x1, m))
+        slipping2, mu2, shift2 = friction_mode(model, problem, vt_end)
+        redo = (jnp.any(slipping2 != slipping)
+                | jnp.any(jnp.abs(shift2 - shift) > 0.1 * model.opt.slip_speed))
+        return (common.add_to_normals(c, problem, shift2 - shift), mu2.astype(c.dtype)), redo, slipping2
+
+    def solve_pass(g_mu, x0, skip):
+        return solve_qp(problem_qp._replace(g=g_mu[0], mu=g_mu[1]), x0, skip)
+    x, stats, slipping2 = common.two_passes(solve_pass, (c, problem_qp.mu), second, common.warm_start(problem))
     return _pack(problem, x, ref, slipping2, stats)
 
 

@@ -199,9 +199,8 @@ def solve(model: Model, problem: Problem, carry: tuple) -> Solution:
             return common.desaxce_shift(sliding, mu, s)
 
         x0 = jnp.concatenate([prev, jnp.zeros((nr,), dtype)])
-        x1, st1 = qp_solve(common.add_to_normals(g, problem, shift(jnp.zeros_like(g))), x0)
-        x, stats = common.second_pass(
-            lambda x0_, skip: qp_solve(common.add_to_normals(g, problem, shift(x1)), x0_, skip), x1, st1)
+        x, stats, _ = common.two_passes(qp_solve, common.add_to_normals(g, problem, shift(jnp.zeros_like(g))),
+                                        lambda x1: (common.add_to_normals(g, problem, shift(x1)), None, ()), x0)
     x = jnp.where(on, T.T @ x, 0.0)
     position = None
     if p.impact_gradient == "time_of_impact":
