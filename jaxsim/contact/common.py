@@ -155,7 +155,9 @@ def two_passes(solve: Callable, first, second: Callable, x0: Array):
     its adjoint are compiled once; two calls would be two copies of them in the
     program (XLA inlines both). Where the second pass is not needed a ``lax.cond``
     skips it; under ``vmap``, where a ``cond`` runs both branches for every env,
-    ``skip`` keeps those envs out of the solver's loop."""
+    ``skip`` keeps those envs out of the solver's loop. One scan body means ``second``
+    also runs at the first pass, on ``x0``, and is discarded there: for the point
+    models one product with the contact operator, against the dozens a solve takes."""
     def one_pass(carry, is_second):
         x, stats = carry
         args2, redo, extra = second(x)
