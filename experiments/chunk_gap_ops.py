@@ -11,7 +11,9 @@ settings) under ``jax.profiler`` with XLA's per-operation trace events on
 events' durations less those of the events nested in them) by kind: the
 operation's name without its numeric suffix (``dot``, ``ynn_fusion``, a fusion's
 name). It prints the kinds that take the most time in either layout, with the
-ratio of the two, and writes every kind to the JSON file.
+ratio of the two, then the same for groups of kinds (``GROUPS``: matrix products,
+transposes, select and dynamic-update-slice fusions, the rest), and writes every
+kind to the JSON file.
 
 The trace events add their own cost to every operation, so the totals are larger
 than an untraced step's and weigh the many small operations more than an untraced
@@ -44,6 +46,11 @@ from jaxsim.io import load_mjcf  # noqa: E402
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "chunk_gap_ops.json")
 HOST_EVENTS = ("block_until_ready", "wait for completion", "stop_trace", "ThunkExecutor::Execute")
+# the groups of operation kinds in the summary, in order (a kind goes to the first it matches)
+GROUPS = (("matrix products", lambda k: k in ("dot", "dot_general", "ynn_fusion")),
+          ("transposes", lambda k: "ranspose" in k),
+          ("select and dynamic-update-slice fusions", lambda k: "select" in k or "dynamic-update-slice" in k),
+          ("everything else", lambda k: True))
 
 
 def self_times(events: list[dict]) -> collections.Counter:
@@ -103,6 +110,14 @@ def main() -> None:
         ratio = whole[k] / chunked[k] if chunked[k] else float("inf")
         share = (whole[k] - chunked[k]) / (total_w - total_c) if total_w != total_c else 0.0
         print(f"{k[:40]:40s} {whole[k] / 1e3:12.1f} {chunked[k] / 1e3:11.1f} {ratio:6.2f} {share:13.0%}")
+    print(f"{'group':40s} {'one vmap ms':>12s} {'chunked ms':>11s} {'ratio':>6s} {'share of gap':>13s}")
+    left = set(kinds)
+    for label, member in GROUPS:
+        group = {k for k in left if member(k)}
+        left -= group
+        w, c = sum(whole[k] for k in group), sum(chunked[k] for k in group)
+        share = (w - c) / (total_w - total_c) if total_w != total_c else 0.0
+        print(f"{label:40s} {w / 1e3:12.1f} {c / 1e3:11.1f} {w / c if c else float('inf'):6.2f} {share:13.0%}")
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump({"machine": machine_info(), "args": vars(a), "one_vmap_us": dict(whole),
