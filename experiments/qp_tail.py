@@ -6,10 +6,11 @@ steps would do for them.
 1. Problems are captured from ``--steps`` steps of ``--envs`` float32 envs
    (``bench_qp.py``'s capture and starts: 1 s settled plus small noise) and solved
    again with the solver's defaults. The tail is the problems that take more than
-   ``TAIL`` iterations (the slowest env of a batch of 64 is held to that many); the
-   script counts how many of them start cold (a zero warm start: contacts that have
-   just appeared) against all problems, and how many take the same count with up to
-   eight Newton steps as with two (no Newton step of theirs is kept).
+   ``TAIL`` iterations (under ``vmap`` a batch's loop runs as long as its slowest
+   env's); the script counts how many of them start cold (a zero warm start: contacts
+   that have just appeared) against all problems, and how many take fewer iterations
+   with up to eight Newton steps than with two, and how many the same count (none of
+   their Newton steps lowers the residual below the start's).
 2. From the cold start of the slowest problem it takes Newton steps one after
    another, each kept whatever its residual (``qp._newton`` with no bound), and
    prints each step's gradient-mapping residual and objective above the optimum: how
