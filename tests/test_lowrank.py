@@ -39,7 +39,7 @@ def test_woodbury_solve_equals_the_dense_newton_system():
 
     def residual(problem, x, p):
         U, W = problem.factors
-        eta = Q._block_steps(problem.H, (3, 4))
+        eta = Q._block_steps(problem.H, (3, 4), 4)
         z = x - eta * (problem.H @ x + problem.g)
         Vc, dc = Q.cone_jacobian_eig(z[:12].reshape(4, 3), problem.mu)
         d = jnp.concatenate([dc.reshape(-1), Q._free(problem, z)])
@@ -81,9 +81,9 @@ def test_factors_give_the_same_solution_and_gradient_in_fewer_iterations():
     (x0, s0), (x1, s1) = (batched(p, x_prev) for p in (plain, factored))
     for i in range(16):
         p = jax.tree.map(lambda a: a[i], plain)
-        s = np.asarray(Q._scales(p.H, (3, 4)))
-        z, Hs, gs = np.asarray(x1[i]) / s, np.asarray(p.H) * s[:, None] * s[None, :], np.asarray(p.g) * s
-        r = z - np.asarray(Q.project(jnp.asarray(z - (Hs @ z + gs)), p.lower / s, p.upper / s, p.mu))
+        sp, s = Q._scaled(p, (3, 4))
+        z = np.asarray(x1[i]) / np.asarray(s)
+        r = z - np.asarray(Q.project(jnp.asarray(z - (np.asarray(sp.H) @ z + sp.g)), sp.lower, sp.upper, sp.mu))
         assert np.abs(r).max() <= 1e-8 * np.abs(z).max()
     np.testing.assert_allclose(x1, x0, atol=1e-6 * float(jnp.abs(x0).max()))  # H's condition: about 1e4
     assert int(s0.iterations.max()) < 3000 and int(s1.iterations.max()) < 3000

@@ -27,9 +27,12 @@ Chrono's APGD. The curvature along the step, not H's largest eigenvalue, then li
 the step: contact problems have a few stiff directions that the iterates rarely
 point along. Each iteration multiplies by H once (``H x``;
 ``H y`` and ``H d`` follow by linearity from two fresh products, so nothing drifts).
-Before solving, variables are scaled by a Jacobi preconditioner, one scale per block of
-``block`` variables (so cones and half-lines through 0 stay what they are), which
-equalises bodies of very different masses. The warm start is moved along its ray to
+Before solving, variables are scaled by a Jacobi preconditioner (``_scaled``): per
+cone one scale for its normal and one shared by its two tangents, with the cone's
+``mu`` scaled to match (a scaled cone is again a cone, so its projection stays
+exact), and after the cones one scale per block of ``block`` variables (half-lines
+through 0 stay what they are). It equalises bodies of very different masses, and a
+contact's sliding rows from its pressing row where a lever arm weighs them apart. The warm start is moved along its ray to
 the objective's least value on it (``along_ray``, one product with H): last step's
 impulses often point the right way at the wrong size. So is the projected steepest
 descent direction ``P(-g)`` (in the scaled variables, a Jacobi step from 0), and the
@@ -209,38 +212,68 @@ def _lipschitz(H: Array) -> Array:
     return jnp.maximum(jnp.minimum(gershgorin, frobenius), jnp.finfo(H.dtype).tiny)
 
 
-def _block_diagonal(H: Array, block) -> tuple[Array, Array]:
-    """(n,) H's diagonal averaged within each block of ``block`` variables (``block`` =
+def _block_diagonal(H: Array, block, ncone: int) -> tuple[Array, Array]:
+    """(n,) H's diagonal averaged over each cone's three variables (the first ``3 *
+    ncone``) and, after them, within each block of ``block`` variables (``block`` =
     (size, count) puts only the first ``count`` blocks together, the rest one per
     variable), and (n,) where it is positive (above rounding)."""
-    d = jnp.abs(jnp.diagonal(H))
-    n = d.shape[0]
+    raw = jnp.abs(jnp.diagonal(H))
+    n, k = raw.shape[0], 3 * ncone
     size, count = block if isinstance(block, tuple) else (block, n // block if n % block == 0 else 0)
+    d = raw
     if size > 1 and count > 0:
-        k = size * count
-        d = jnp.concatenate([jnp.repeat(jnp.mean(d[:k].reshape(-1, size), -1), size), d[k:]])
-    return d, d > jnp.finfo(H.dtype).eps * jnp.max(d, initial=0.0)
+        m = size * count
+        d = jnp.concatenate([jnp.repeat(jnp.mean(raw[:m].reshape(-1, size), -1), size), raw[m:]])
+    if k:
+        d = jnp.concatenate([jnp.repeat(jnp.mean(raw[:k].reshape(-1, 3), -1), 3), d[k:]])
+    return d, _positive(d)
 
 
-def _scales(H: Array, block) -> Array:
-    """(n,) Jacobi scales ``1 / sqrt(diag H)``, equal within each block (``_block_diagonal``)."""
-    d, positive = _block_diagonal(H, block)
+def _positive(d: Array) -> Array:
+    return d > jnp.finfo(d.dtype).eps * jnp.max(d, initial=0.0)
+
+
+def _scales(H: Array, block, ncone: int) -> Array:
+    """(n,) Jacobi scales ``1 / sqrt(diag H)`` (1 where the diagonal is zero): per cone
+    one for its normal and one for its two tangents, the mean of their diagonal (so
+    the scaled cone is again a cone, ``_scaled``); after the cones equal within each
+    block (``_block_diagonal``)."""
+    d, _ = _block_diagonal(H, block, 0)
+    k = 3 * ncone
+    if k:
+        triples = jnp.abs(jnp.diagonal(H))[:k].reshape(-1, 3)
+        tangent = jnp.mean(triples[:, 1:], -1)
+        d = jnp.concatenate([jnp.stack([triples[:, 0], tangent, tangent], -1).reshape(-1), d[k:]])
+    positive = _positive(d)
     return jnp.where(positive, 1.0 / jnp.sqrt(jnp.where(positive, d, 1.0)), 1.0)
 
 
-def _block_steps(H: Array, block) -> Array:
-    """(n,) the adjoint's fixed-point steps ``1 / diag H``, equal within each block (so a
-    cone's projection is the same for any of them); ``1 / L_max`` where the diagonal is
-    zero. With them ``(z - x) / eta`` is a velocity and ``x / eta`` the velocity the
-    impulse ``x`` makes alone."""
-    d, positive = _block_diagonal(H, block)
+def _block_steps(H: Array, block, ncone: int) -> Array:
+    """(n,) the fixed-point steps ``1 / diag H``, equal within each cone's block and
+    each block of ``block`` (``_block_diagonal``: a cone's projection is then the same
+    for any of them); ``1 / L_max`` where the diagonal is zero. With them ``(z - x) /
+    eta`` is a velocity and ``x / eta`` the velocity the impulse ``x`` makes alone."""
+    d, positive = _block_diagonal(H, block, ncone)
     return jnp.where(positive, 1.0 / jnp.where(positive, d, 1.0), 1.0 / _lipschitz(H))
 
 
-def _scaled(qp: QP, block: int) -> tuple[QP, Array]:
-    s = jax.lax.stop_gradient(_scales(qp.H, block))
+def _scaled(qp: QP, block) -> tuple[QP, Array]:
+    """The problem in the Jacobi-scaled variables ``x / s`` (``_scales``), and ``s``.
+
+    A cone ``||x_t|| <= mu x_n`` whose normal is scaled by ``s_n`` and both tangents by
+    ``s_t`` is the cone of friction coefficient ``mu s_n / s_t`` in the scaled
+    variables, so its projection stays exact. Why separate scales: a contact's
+    tangential rows can weigh several times its normal row (a foot at the end of a
+    lever: rotation adds to sliding, not to pressing), and one mean scale for both
+    leaves that spread in the scaled operator."""
+    ncone = qp.mu.shape[0]
+    s = jax.lax.stop_gradient(_scales(qp.H, block, ncone))
+    mu = qp.mu
+    if ncone:
+        triples = s[:3 * ncone].reshape(-1, 3)
+        mu = qp.mu * jax.lax.stop_gradient(triples[:, 0] / triples[:, 1])
     factors = None if qp.factors is None else tuple(None if f is None else f * s[:, None] for f in qp.factors)
-    return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, qp.mu, factors=factors), s
+    return QP(qp.H * s[:, None] * s[None, :], qp.g * s, qp.lower / s, qp.upper / s, mu, factors=factors), s
 
 
 SHRINK = 0.9  # L's factor after an accepted step (a 10 % longer next step)
@@ -391,8 +424,8 @@ def _newton(qp: QP, L_max: Array, c: _Carry, bound: Array, tol: Array, skip: Arr
     whether the step was taken."""
     x = c.x
     U, W = qp.factors
-    eta = _block_steps(qp.H, block)
     ncone = qp.mu.shape[0]
+    eta = _block_steps(qp.H, block, ncone)
     k = 3 * ncone
     z = x - eta * (c.Hx + qp.g)
     F = x - project(z, qp.lower, qp.upper, qp.mu)
@@ -689,7 +722,7 @@ def _solve_implicit_jvp(max_iter, block, cone, eliminate, newton_steps, primals,
     dqp = tangents[0]
     x, stats = _run(qp, x0, tol, max_iter, block, cone, skip, eliminate, newton_steps)
     x = jax.lax.stop_gradient(x)
-    eta = _block_steps(qp.H, block)
+    eta = _block_steps(qp.H, block, qp.mu.shape[0])
     width = smoothing * eta  # the smoothing speed as an impulse per variable
     zeros = Stats(np.zeros((), jax.dtypes.float0), jnp.zeros_like(stats.residual))
     z = x - eta * (qp.H @ x + qp.g)
@@ -735,8 +768,10 @@ def solve(qp: QP, x0: Array, tol, max_iter: int = 200, block: int | tuple = 1,
       x0: (n,) warm start (projected onto C first).
       tol: relative tolerance (module docstring).
       max_iter: static iteration cap.
-      block: static block size of the Jacobi preconditioner (3 for contact triples),
-        or (size, count): only the first ``count`` blocks (then single variables).
+      block: static block size of the Jacobi preconditioner, blocks counted from
+        variable 0, or (size, count): only the first ``count`` blocks (then single
+        variables). Cone blocks are scaled as cones whatever it is (module
+        docstring): (3, ncone) scales every other variable by itself.
       adjoint: "implicit" (implicit function theorem) or "unrolled" (differentiate
         exactly ``max_iter`` iterations).
       cone: static, "circle" (friction cones) or "box" (friction boxes).
