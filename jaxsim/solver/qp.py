@@ -32,9 +32,10 @@ cone one scale for its normal and one shared by its two tangents, with the cone'
 ``mu`` scaled to match (a scaled cone is again a cone, so its projection stays
 exact), and after the cones one scale per block of ``block`` variables (half-lines
 through 0 stay what they are). It equalises bodies of very different masses, and a
-contact's sliding rows from its pressing row where a lever arm weighs them apart. The warm start is moved along its ray to
-the objective's least value on it (``along_ray``, one product with H): last step's
-impulses often point the right way at the wrong size. So is the projected steepest
+contact's sliding rows with its pressing row where a lever arm weighs them apart.
+The warm start is moved along its ray to the objective's least value on it
+(``along_ray``, one product with H): last step's impulses often point the right way
+at the wrong size. So is the projected steepest
 descent direction ``P(-g)`` (in the scaled variables, a Jacobi step from 0), and the
 iterations start from whichever of the two has the lower objective: where there is no
 warm start (a reset, contacts that have just appeared) that one step of the right
