@@ -3,8 +3,10 @@ devices gives what one device gives: with one shared model bit for bit (XLA's de
 CPU emitter), otherwise to the contact QP's tolerance. The QP's adaptive step is
 accepted or rejected by comparisons that rounding can tip, so programs that round
 differently (the suite's faster-compiling emitter, a batch of models vectorized
-differently, chunks) may take different paths to the same solution; the scene uses
-``solver_tol = 1e-12``, and they agree to 1e-9 (measured 1e-11 to 1.3e-10). The
+differently, a batch split in two, chunks) may take different paths to the same
+solution, in different numbers of iterations; the scene uses ``solver_tol = 1e-12``,
+and states agree to 1e-9 (measured 1e-11 to 1.3e-10), contact forces and
+accelerations to 1e-8 of their largest magnitude (measured up to 3.6e-10). The
 devices are host CPUs forced by ``XLA_FLAGS``, which must be set before JAX starts,
 so the check runs in a subprocess."""
 
@@ -96,10 +98,15 @@ EXPLICIT = textwrap.dedent("""
     split = lambda tree: jax.device_put(tree, NamedSharding(mesh, P("env")))  # noqa: E731
 
     def gap(a, b):
-        return max(float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)), initial=0.0))
-                   for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+        # largest |difference| of a leaf over its largest magnitude (at least 1); the
+        # QP's iteration counts and residuals (the path its loop took) are not compared
+        leaves = [(x, y) for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(a), jax.tree.leaves(b))
+                  if "solver" not in jax.tree_util.keystr(path)]
+        return max((float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)), initial=0.0)
+                          / max(float(np.max(np.abs(np.asarray(x, float)), initial=0.0)), 1.0))
+                    for x, y in leaves), default=0.0)
 
-    def check(name, f, *args, ref=None, tol=1e-9):
+    def check(name, f, *args, ref=None, tol=1e-8):
         ref = f(*args) if ref is None else ref
         out = f(*split(args))
         leaf = jax.tree.leaves(out)[0]

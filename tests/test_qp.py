@@ -64,6 +64,27 @@ def test_matches_scipy(ncone, block):
         np.testing.assert_allclose(x, ref, atol=5e-5)
 
 
+
+def test_a_row_lighter_than_float32_rounding_of_the_heaviest_is_scaled_too():
+    """A heavy contact (a light finger link: diagonal up to 6,400) and, on the same
+    dof, a half-line row 4e8 times lighter, under float32's ``eps`` times the largest
+    diagonal. Left unscaled its step would be ``1 / L_max`` of what it needs (500
+    iterations without converging); with the diagonal floored instead, the float32
+    solve converges to SLSQP's solution."""
+    rng = np.random.default_rng(3)
+    J = np.vstack([20.0 * rng.standard_normal((3, 6)), 2e-3 * rng.standard_normal((1, 6)),
+                   rng.standard_normal((2, 6))])
+    H = J @ J.T + 1e-6 * np.eye(6)
+    g = np.concatenate([[2.0, 0.3, -0.2, -5e-3], rng.standard_normal(2)])
+    lower, upper = np.array([0.0, 0.0, 0.0, 0.0, -np.inf, 0.0]), np.full(6, np.inf)
+    assert H[3, 3] < np.finfo(np.float32).eps * H.max()
+    p64 = Q.QP(*(jnp.asarray(a) for a in (H, g, lower, upper, np.array([0.8]))))
+    ref = np.asarray(Q.project(jnp.asarray(scipy_solution(p64)), p64.lower, p64.upper, p64.mu))
+    p32 = jax.tree.map(lambda a: a.astype(jnp.float32), p64)
+    x, stats = solve(p32, jnp.zeros(6, jnp.float32), 1e-6, max_iter=500, block=1)
+    assert int(stats.iterations) < 500 and float(stats.residual) <= 1e-6
+    np.testing.assert_allclose(x, ref, rtol=1e-3, atol=1e-5)
+
 def test_kkt_box():
     """Box QP: the gradient vanishes on free variables and points inward at bounds."""
     rng = np.random.default_rng(5)

@@ -33,6 +33,9 @@ cone one scale for its normal and one shared by its two tangents, with the cone'
 exact), and after the cones one scale per block of ``block`` variables (half-lines
 through 0 stay what they are). It equalises bodies of very different masses, and a
 contact's sliding rows with its pressing row where a lever arm weighs them apart.
+A diagonal entry is floored at ``eps`` times the largest, not left unscaled: a
+finger's limit row can weigh 1e7 times less than its contact, and unscaled it would
+move at ``1 / L_max`` of the step it needs.
 The warm start is moved along its ray to the objective's least value on it
 (``along_ray``, one product with H): last step's impulses often point the right way
 at the wrong size. So is the projected steepest
@@ -230,12 +233,18 @@ def _block_diagonal(H: Array, block, ncone: int) -> tuple[Array, Array]:
     return d, _positive(d)
 
 
+def _diagonal_floor(d: Array) -> Array:
+    """The least diagonal entry counted apart from rounding: ``eps`` times the largest."""
+    return jnp.maximum(jnp.finfo(d.dtype).eps * jnp.max(d, initial=0.0), jnp.finfo(d.dtype).tiny)
+
+
 def _positive(d: Array) -> Array:
-    return d > jnp.finfo(d.dtype).eps * jnp.max(d, initial=0.0)
+    return d > _diagonal_floor(d)
 
 
 def _scales(H: Array, block, ncone: int) -> Array:
-    """(n,) Jacobi scales ``1 / sqrt(diag H)`` (1 where the diagonal is zero): per cone
+    """(n,) Jacobi scales ``1 / sqrt(diag H)``, the diagonal floored at
+    ``_diagonal_floor`` (a row it leaves unscaled would crawl at ``1 / L_max``): per cone
     one for its normal and one for its two tangents, the mean of their diagonal (so
     the scaled cone is again a cone, ``_scaled``); after the cones equal within each
     block (``_block_diagonal``)."""
@@ -245,8 +254,7 @@ def _scales(H: Array, block, ncone: int) -> Array:
         triples = jnp.abs(jnp.diagonal(H))[:k].reshape(-1, 3)
         tangent = jnp.mean(triples[:, 1:], -1)
         d = jnp.concatenate([jnp.stack([triples[:, 0], tangent, tangent], -1).reshape(-1), d[k:]])
-    positive = _positive(d)
-    return jnp.where(positive, 1.0 / jnp.sqrt(jnp.where(positive, d, 1.0)), 1.0)
+    return 1.0 / jnp.sqrt(jnp.maximum(d, _diagonal_floor(d)))
 
 
 def _block_steps(H: Array, block, ncone: int) -> Array:
