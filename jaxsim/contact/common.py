@@ -210,8 +210,10 @@ def low_rank_factors(space) -> tuple[Array, Array | None] | None:
     starts with Newton steps solved in the dof's dimension (``jaxsim.solver.lowrank``):
     ``(J L^-T, None)`` (``A = U U^T``), or ``(J, (M^-1 J^T)^T)`` under equality
     constraints. None where the Jacobian has at least half as many columns (dof) as
-    rows: such small problems (a cube's four contacts on its 6 dof) take one or two
-    projected-gradient iterations, fewer than a Newton step costs."""
+    rows: on such small problems a Newton step costs what the projected-gradient
+    iterations it saves do (a resting cube's four contacts on its 6 dof take one; a
+    sliding box and ball, 18 rows on 12 dof, a mean of 8 against 2.4 with Newton
+    steps, at 0.93 times the step rate), and it adds a fifth to the compile time."""
     n, nv = space.J.shape
     if 2 * nv >= n:
         return None
