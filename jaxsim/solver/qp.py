@@ -260,7 +260,7 @@ def _scales(H: Array, block, ncone: int) -> Array:
 def _block_steps(H: Array, block, ncone: int) -> Array:
     """(n,) the fixed-point steps ``1 / diag H``, equal within each cone's block and
     each block of ``block`` (``_block_diagonal``: a cone's projection is then the same
-    for any of them); ``1 / L_max`` where the diagonal is zero. With them ``(z - x) /
+    for any of them); ``1 / L_max`` where it is below ``_diagonal_floor``. With them ``(z - x) /
     eta`` is a velocity and ``x / eta`` the velocity the impulse ``x`` makes alone."""
     d, positive = _block_diagonal(H, block, ncone)
     return jnp.where(positive, 1.0 / jnp.where(positive, d, 1.0), 1.0 / _lipschitz(H))
