@@ -115,19 +115,19 @@ def match_previous(model: Model, contacts: Contacts, prev: ContactState, carry: 
         old_f = prev.feature[sl].reshape(npair, nslot)
         same = ((new_f[:, :, None] == old_f[:, None, :]) & prev.active[sl].reshape(npair, 1, nslot)
                 & contacts.active[sl].reshape(npair, nslot, 1))
-        same = same & (jnp.cumsum(same, -1) == 1)  # at most one match (feature ids are unique)
+        kept = jnp.any(same, -1)
+        src = jnp.argmax(same, -1)  # (npair, nslot): last step's slot in the pair, its first match
 
-        def pick(x, same=same, sl=sl, npair=npair, nslot=nslot):
+        def pick(x, kept=kept, src=src, sl=sl, npair=npair, nslot=nslot):
+            # a gather within each pair: the equivalent one-hot product and sum lowers to a
+            # library reduction on the CPU that costs ten times as much under vmap
             x = x[sl].reshape((npair, nslot) + x.shape[1:])
-            w = same.astype(jnp.float32 if x.dtype == bool else x.dtype)
-            # a broadcast product and a sum over a pair's few slots: an einsum would be a
-            # batched matrix product, which a CPU runs as one library call per env
-            w = w.reshape(w.shape + (1,) * (x.ndim - 2))
-            out = jnp.sum(w * x.astype(w.dtype)[:, None], 2)
-            out = out.reshape((npair * nslot,) + x.shape[2:])
-            return out > 0.5 if x.dtype == bool else out.astype(x.dtype)
+            tail = (1,) * (x.ndim - 2)
+            out = jnp.take_along_axis(x, src.reshape(src.shape + tail), 1)
+            out = jnp.where(kept.reshape(kept.shape + tail), out, jnp.zeros((), x.dtype))
+            return out.reshape((npair * nslot,) + x.shape[2:])
 
-        parts_kept.append(jnp.any(same, -1).reshape(-1))
+        parts_kept.append(kept.reshape(-1))
         parts.append(jax.tree.map(pick, tree))
     if not parts:
         return jnp.zeros((0,), bool), prev.impulse, carry
