@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsim.math import SHORT_AXIS, small_dot
 from jaxsim.precision import full_precision
 
 Array = jax.Array
@@ -190,8 +191,23 @@ def inverse3(a: Array) -> Array:
 
 
 # most multiplications (rows x columns x shared length) that ``row_products`` does
-# as a broadcast product and a sum rather than a matrix product
+# as element-wise products rather than a matrix product
 SMALL_PRODUCT = 1024
+
+
+def block_apply(a: Array, m: Array) -> Array:
+    """(c, r, ...) ``a[i] @ m[i]`` for each of c small blocks ``a`` (c, r, s) and
+    ``m`` (c, s, ...), term by term over the short shared axis (see ``math.small_dot``:
+    under ``vmap`` the einsum is a batched matrix product of tiny matrices, one
+    library call per env on the CPU)."""
+    s = a.shape[-1]
+    if s > SHORT_AXIS:
+        return jnp.einsum("crs,cs...->cr...", a, m)
+    col = lambda j: a[:, :, j].reshape(a.shape[:2] + (1,) * (m.ndim - 2))  # noqa: E731
+    out = col(0) * m[:, None, 0]
+    for j in range(1, s):
+        out = out + col(j) * m[:, None, j]
+    return out
 
 
 def row_products(a: Array, b: Array) -> Array:
@@ -201,10 +217,11 @@ def row_products(a: Array, b: Array) -> Array:
     Why not always ``a @ b.T``: under ``vmap`` that is a batched matrix product, which
     XLA's CPU backend runs as one library call per env, each costing far more than
     the few multiplications of a small product (a cube's 6 x 6 x 6 at 64 envs took a
-    twentieth of its step). Up to ``SMALL_PRODUCT`` multiplications the product is
-    written as a broadcast product and a sum, which XLA fuses into one loop over the
+    twentieth of its step). Up to ``SMALL_PRODUCT`` multiplications, and for rows of
+    3 (points, normals) at any count, the product is written as element-wise products
+    (``math.small_dot`` of every row pair), which XLA fuses into one loop over the
     batch; larger ones keep the matrix product, whose library call then pays off."""
     n, k = a.shape
-    if n * b.shape[0] * k <= SMALL_PRODUCT:
-        return jnp.sum(a[:, None, :] * b[None, :, :], -1)
+    if n * b.shape[0] * k <= SMALL_PRODUCT or k <= 3:
+        return small_dot(a[:, None, :], b[None, :, :])
     return a @ b.T

@@ -28,9 +28,30 @@ import numpy as np
 Array = jnp.ndarray
 
 
+# longest axis that ``small_dot`` (and ``linalg.block_apply``) write out term by term
+SHORT_AXIS = 8
+
+
+def small_dot(x: Array, y: Array) -> Array:
+    """(...) dot products along the last axis of broadcastable ``x`` and ``y``.
+
+    A short axis (3 for points and normals, up to ``SHORT_AXIS``) is written out term
+    by term: under ``vmap``, ``jnp.sum(x * y, -1)`` is a reduction over a tiny
+    innermost axis, which XLA's CPU backend hands to a library kernel far slower than
+    the few multiplications, while term by term it stays an element-wise loop that
+    fuses with its neighbours."""
+    k = max(x.shape[-1], y.shape[-1])
+    if k > SHORT_AXIS:
+        return jnp.sum(x * y, -1)
+    out = x[..., 0] * y[..., 0]
+    for i in range(1, k):
+        out = out + x[..., i] * y[..., i]
+    return out
+
+
 def safe_norm(v: Array, axis: int = -1) -> Array:
     """Euclidean norm whose gradient is zero (not NaN) at the zero vector."""
-    sq = jnp.sum(v * v, axis=axis)
+    sq = small_dot(v, v) if axis in (-1, v.ndim - 1) else jnp.sum(v * v, axis=axis)
     positive = sq > 0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
 

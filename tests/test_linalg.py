@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 from jax.test_util import check_grads
 
-from jaxsim import linalg
+from jaxsim import linalg, math
 
 SIZES = (1, 5, linalg.UNROLL + 7)  # unrolled and fori_loop paths
 
@@ -77,3 +77,19 @@ def test_row_products_match_numpy(shape):
     rng = np.random.default_rng(n)
     a, b = rng.normal(size=(n, k)), rng.normal(size=(m, k))
     np.testing.assert_allclose(linalg.row_products(jnp.asarray(a), jnp.asarray(b)), a @ b.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [3, math.SHORT_AXIS + 4])  # written out term by term, and a sum
+def test_small_dot_and_block_apply_match_numpy(k):
+    rng = np.random.default_rng(k)
+    x, y = rng.normal(size=(5, 4, k)), rng.normal(size=(4, k))
+    np.testing.assert_allclose(math.small_dot(jnp.asarray(x), jnp.asarray(y)), np.sum(x * y, -1),
+                               rtol=1e-12, atol=1e-12)
+    a, m = rng.normal(size=(6, 2, k)), rng.normal(size=(6, k, 7))
+    np.testing.assert_allclose(linalg.block_apply(jnp.asarray(a), jnp.asarray(m)), a @ m, rtol=1e-12, atol=1e-12)
+    v = rng.normal(size=(6, k))
+    np.testing.assert_allclose(linalg.block_apply(jnp.asarray(a), jnp.asarray(v)), np.einsum("crs,cs->cr", a, v),
+                               rtol=1e-12, atol=1e-12)
+    many = rng.normal(size=(300, 3))  # rows of 3: element-wise at any count
+    np.testing.assert_allclose(linalg.row_products(jnp.asarray(many), jnp.asarray(many[:40])), many @ many[:40].T,
+                               rtol=1e-12, atol=1e-12)

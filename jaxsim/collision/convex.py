@@ -29,8 +29,11 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.collision.primitives import capsule_segment, closest_point_on_segment
+from jaxsim.linalg import row_products
+from jaxsim.math import small_dot
 
 Array = jax.Array
+
 
 BOX_SIGNS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
 BOX_EDGES = np.array([[i, j] for i in range(8) for j in range(i + 1, 8)
@@ -71,9 +74,9 @@ class Polytope(NamedTuple):
 
 
 def box_polytope(pos_w: Array, rot_w: Array, size: Array) -> Polytope:
-    vert = pos_w + (jnp.asarray(BOX_SIGNS, size.dtype) * size) @ rot_w.T
-    normal = jnp.asarray(BOX_NORMALS, size.dtype) @ rot_w.T
-    offset = normal @ pos_w + jnp.concatenate([size, size])
+    vert = pos_w + row_products(jnp.asarray(BOX_SIGNS, size.dtype) * size, rot_w)
+    normal = row_products(jnp.asarray(BOX_NORMALS, size.dtype), rot_w)
+    offset = small_dot(normal, pos_w) + jnp.concatenate([size, size])
     return Polytope(vert, jnp.ones(8, bool), normal, offset, jnp.ones(6, bool),
                     vert[BOX_EDGES[:, 0]], vert[BOX_EDGES[:, 1]], jnp.ones(12, bool),
                     rot_w.T, jnp.ones(3, bool), vert[BOX_FACES])
@@ -108,10 +111,10 @@ def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, ed
     separating-axis directions, ``axis_mask`` (naxis,) marks the valid ones (default
     ``edge_mask[:naxis]``); :func:`mesh_edges` orders a mesh's edges so that the
     ones with distinct directions come first."""
-    vert = pos_w + vert_local @ rot_w.T
+    vert = pos_w + row_products(vert_local, rot_w)
     v0, v1, v2 = vert[face[:, 0]], vert[face[:, 1]], vert[face[:, 2]]
     normal = math.normalize(jnp.cross(v1 - v0, v2 - v0))
-    offset = jnp.sum(normal * v0, -1)
+    offset = small_dot(normal, v0)
     e0, e1 = vert[edge[:, 0]], vert[edge[:, 1]]
     naxis = edge.shape[0] if naxis is None else naxis
     axis_mask = edge_mask[:naxis] if axis_mask is None else axis_mask
@@ -120,16 +123,19 @@ def mesh_polytope(pos_w, rot_w, vert_local, face, edge, vert_mask, face_mask, ed
 
 
 def _inside(p: Polytope, x: Array, tol: Array, facing: Array) -> Array:
-    """(...) whether points x (..., 3) satisfy p's face planes within tol, counting only
+    """(V,) whether points x (V, 3) satisfy p's face planes within tol, counting only
     the planes whose normal has a non-negative component along ``facing``.
 
     Dropping the back faces makes the region the shape swept backwards along
     ``facing``: a deep vertex that pokes out of the far side still counts (the
     reference-face clipping of MuJoCo and ODE).
     """
-    slack = x @ p.normal.T - p.offset
-    front = p.face_mask & (p.normal @ facing > -1e-6)
-    return jnp.all((slack <= tol) | ~front, -1)
+    return _within_front_planes(_front(p, facing), row_products(p.normal, x) - p.offset[:, None], tol)
+
+
+def _front(p: Polytope, facing: Array) -> Array:
+    """(F,) p's face planes whose normal has a non-negative component along ``facing``."""
+    return p.face_mask & (small_dot(p.normal, facing) > -1e-6)
 
 
 def separating_axis(a: Polytope, b: Polytope):
@@ -141,7 +147,7 @@ def separating_axis(a: Polytope, b: Polytope):
     edge_axes = cross / jnp.where(edge_ok, cnorm, 1.0)[:, None]
     axes = jnp.concatenate([a.normal, b.normal, edge_axes])
     ok = jnp.concatenate([a.face_mask, b.face_mask, edge_ok])
-    pa, pb = a.vert @ axes.T, b.vert @ axes.T
+    pa, pb = row_products(a.vert, axes), row_products(b.vert, axes)
     big = jnp.asarray(jnp.finfo(dtype).max, dtype)
     max_a = jnp.max(jnp.where(a.vert_mask[:, None], pa, -big), 0)
     min_a = jnp.min(jnp.where(a.vert_mask[:, None], pa, big), 0)
@@ -160,7 +166,7 @@ def separating_axis(a: Polytope, b: Polytope):
 
 def translate(p: Polytope, t: Array) -> Polytope:
     """``p`` moved by ``t`` (3,)."""
-    return p._replace(vert=p.vert + t, offset=p.offset + p.normal @ t, edge0=p.edge0 + t, edge1=p.edge1 + t,
+    return p._replace(vert=p.vert + t, offset=p.offset + small_dot(p.normal, t), edge0=p.edge0 + t, edge1=p.edge1 + t,
                       face_vert=p.face_vert + t)
 
 
@@ -195,7 +201,7 @@ def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_
     dtype = a.vert.dtype
     extent = jnp.max(jnp.abs(jnp.concatenate([a.vert - a.vert[0], b.vert - b.vert[0]])))
     tol = (1e-5 if dtype == jnp.float32 else 1e-9) * jnp.maximum(extent, 1e-3)
-    pa, pb = a.vert @ normal, b.vert @ normal
+    pa, pb = small_dot(a.vert, normal), small_dot(b.vert, normal)
     top_a = jnp.max(jnp.where(a.vert_mask, pa, -jnp.inf))
     low_b = jnp.min(jnp.where(b.vert_mask, pb, jnp.inf))
     touching = sat_depth >= 0
@@ -213,7 +219,7 @@ def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_
     # vmapping a segment-segment routine over the pairs)
     qa, qb, ok_e = _edge_crossings(a, b, normal, tol)
     ok_e = (ok_e & touching & edges).reshape(-1)
-    depth_e = ((qa - qb) @ normal).reshape(-1)
+    depth_e = small_dot(qa - qb, normal).reshape(-1)
     pos_e = (0.5 * (qa + qb)).reshape(-1, 3)
 
     depth = jnp.concatenate([depth_a, depth_b, depth_e])
@@ -224,15 +230,33 @@ def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_
             idx.astype(jnp.int32), found[idx], jnp.sum(found).astype(jnp.int32))
 
 
+UNROLL_FACES = 8  # up to this many faces, a test over a shape's faces is unrolled
+
+
+def _within_front_planes(front: Array, slack: Array, tol: Array) -> Array:
+    """(...) whether ``slack`` (F, ...) against F face planes is within ``tol`` on every
+    plane marked ``front`` (F,).
+
+    A shape with few faces (a box) is tested plane by plane: XLA then fuses the test
+    into one element-wise loop that computes what the slack is made of once per point,
+    where a reduction over the face axis recomputes all of it once per face."""
+    if slack.shape[0] > UNROLL_FACES:
+        return jnp.all((slack <= tol) | ~front.reshape((-1,) + (1,) * (slack.ndim - 1)), 0)
+    ok = (slack[0] <= tol) | ~front[0]
+    for f in range(1, slack.shape[0]):
+        ok = ok & ((slack[f] <= tol) | ~front[f])
+    return ok
+
+
 def _edge_crossings(a: Polytope, b: Polytope, normal: Array, tol: Array):
     """Closest points of all edge pairs (Ea, Eb, 3) and whether each pair is a
     crossing: both closest points strictly inside their edges, not parallel, each
     inside the other shape (front faces only, as :func:`_inside`)."""
     da, db = a.edge1 - a.edge0, b.edge1 - b.edge0
-    aa, bb = jnp.sum(da * da, -1)[:, None], jnp.sum(db * db, -1)[None, :]
-    ab = da @ db.T
-    ar = jnp.sum(da * a.edge0, -1)[:, None] - da @ b.edge0.T  # da . (a0 - b0)
-    br = a.edge0 @ db.T - jnp.sum(db * b.edge0, -1)[None, :]  # db . (a0 - b0)
+    aa, bb = small_dot(da, da)[:, None], small_dot(db, db)[None, :]
+    ab = row_products(da, db)
+    ar = small_dot(da, a.edge0)[:, None] - row_products(da, b.edge0)  # da . (a0 - b0)
+    br = row_products(a.edge0, db) - small_dot(db, b.edge0)[None, :]  # db . (a0 - b0)
     denom = aa * bb - ab * ab
     parallel = denom <= 1e-12 * jnp.maximum(aa * bb, 1e-30)
     s = jnp.clip(jnp.where(parallel, 0.0, (ab * br - bb * ar) / jnp.where(parallel, 1.0, denom)), 0.0, 1.0)
@@ -240,14 +264,12 @@ def _edge_crossings(a: Polytope, b: Polytope, normal: Array, tol: Array):
     s = jnp.clip((ab * t - ar) / jnp.maximum(aa, 1e-30), 0.0, 1.0)
     qa = a.edge0[:, None] + s[..., None] * da[:, None]
     qb = b.edge0[None, :] + t[..., None] * db[None, :]
-
-    def inside(p: Polytope, x0, dx, param, facing):  # x0 + param dx inside p's front planes
-        front = p.face_mask & (p.normal @ facing > -1e-6)
-        slack = (x0 @ p.normal.T - p.offset)[:, None] + param[..., None] * (dx @ p.normal.T)[:, None]
-        return jnp.all((slack <= tol) | ~front, -1)
-
-    in_b = inside(b, a.edge0, da, s, -normal)  # (Ea, Eb)
-    in_a = jnp.swapaxes(inside(a, b.edge0, db, t.T, normal), 0, 1)
+    # each closest point against each front face plane of the other shape: slack (F, Ea, Eb)
+    # = base + param * rate
+    in_b = _within_front_planes(_front(b, -normal), (row_products(b.normal, a.edge0) - b.offset[:, None])[:, :, None]
+                                + s[None] * row_products(b.normal, da)[:, :, None], tol)  # (Ea, Eb)
+    in_a = _within_front_planes(_front(a, normal), (row_products(a.normal, b.edge0) - a.offset[:, None])[:, None, :]
+                                + t[None] * row_products(a.normal, db)[:, None, :], tol)
     interior = (s > 1e-6) & (s < 1 - 1e-6) & (t > 1e-6) & (t < 1 - 1e-6) & ~parallel
     ok = interior & in_b & in_a & a.edge_mask[:, None] & b.edge_mask[None, :]
     return qa, qb, ok
@@ -274,7 +296,7 @@ def signed_distance(poly: Polytope, face: Array, p: Array) -> tuple[Array, Array
     Args:
       poly: the mesh as a Polytope (world frame); face: (F, 3) its triangles.
     """
-    slack = p @ poly.normal.T - poly.offset
+    slack = small_dot(poly.normal, p) - poly.offset
     slack = jnp.where(poly.face_mask, slack, -jnp.inf)
     nearest = jnp.argmax(slack)
     inside = slack[nearest] <= 0

@@ -241,12 +241,15 @@ def collide(model: Model, kin: Kinematics, margin=0.0) -> Contacts:
             (d, p, n, f, ok, ncand), part_poly = _narrow_phase(model, kin, grp.kind, g1, g2, nslot, reach)
             near = (math.safe_norm(kin.geom_pos_w[g1] - kin.geom_pos_w[g2])
                     <= bound[g1] + bound[g2] + reach)
-            put = lambda full, part: full.at[rows].set(part.astype(full.dtype))  # noqa: E731
+            every = isinstance(rows, np.ndarray) and rows.size == npair  # rows is then arange(npair)
+
+            def put(full, part):  # a scatter is a loop on the CPU: skipped when every pair runs
+                return part.astype(full.dtype) if every else full.at[rows].set(part.astype(full.dtype))
             valid, pos, normal = put(valid, ok & near[:, None]), put(pos, p), put(normal, n)
             depth, feature = put(depth, d), put(feature, f)
             overflow = jnp.sum(jnp.where(near, jnp.maximum(ncand - nslot, 0), 0)) + skipped
             if part_poly is not None:  # one volume slot per pair
-                poly = jax.tree.map(lambda x: jnp.zeros((npair,) + x.shape[1:], x.dtype).at[rows].set(x), part_poly)
+                poly = jax.tree.map(lambda x: put(jnp.zeros((npair,) + x.shape[1:], x.dtype), x), part_poly)
         polyhedra.append((npair * nslot, poly))
         parts.append((valid.reshape(-1), pos.reshape(-1, 3), normal.reshape(-1, 3),
                       depth.reshape(-1), ids(grp.geom1), ids(grp.geom2),

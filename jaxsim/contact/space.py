@@ -83,7 +83,7 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts, body1, b
         frame = jnp.zeros(f.shape[:-2] + (6, 6), f.dtype).at[..., :3, :3].set(f).at[..., 3:, 3:].set(f)
     else:
         frame = contacts.frame_w
-    jac = jnp.einsum("cij,cjv->civ", frame, jac)
+    jac = linalg.block_apply(frame, jac)
     return jnp.where(contacts.active[:, None, None], jac, 0.0)
 
 

@@ -46,14 +46,14 @@ def rotate_t(Vc: Array, M: Array) -> Array:
     after them."""
     ncone = Vc.shape[0]
     k = 3 * ncone
-    top = jnp.einsum("cji,cj...->ci...", Vc, M[:k].reshape((ncone, 3) + M.shape[1:]))
+    top = linalg.block_apply(jnp.swapaxes(Vc, 1, 2), M[:k].reshape((ncone, 3) + M.shape[1:]))
     return jnp.concatenate([top.reshape((k,) + M.shape[1:]), M[k:]])
 
 
 def rotate(Vc: Array, v: Array) -> Array:
     """``V v`` for v (n,) (``rotate_t``'s V)."""
     k = 3 * Vc.shape[0]
-    return jnp.concatenate([jnp.einsum("cij,cj->ci", Vc, v[:k].reshape(-1, 3)).reshape(-1), v[k:]])
+    return jnp.concatenate([linalg.block_apply(Vc, v[:k].reshape(-1, 3)).reshape(-1), v[k:]])
 
 
 def newton_system_solve(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W: Array | None, p: Array,
@@ -95,7 +95,7 @@ def newton_system_solver(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W:
     U1, W1 = rotate_t(Vc, U), rotate_t(Vc, W)
     # G: V^T diag(c) V per cone block, plus (1 - d) / (eta d), decoupled where off
     cc = c[:k3].reshape(ncone, 3)
-    C1 = jnp.einsum("cji,cj,cjk->cik", Vc, cc, Vc)  # (ncone, 3, 3)
+    C1 = linalg.block_apply(jnp.swapaxes(Vc, 1, 2), cc[:, :, None] * Vc)  # (ncone, 3, 3)
     on_c = on[:k3].reshape(ncone, 3)
     both = on_c[:, :, None] & on_c[:, None, :]
     diag_c = jnp.where(on_c, (1.0 - d[:k3].reshape(ncone, 3)) / step[:k3].reshape(ncone, 3) + ridge, 1.0)
@@ -104,7 +104,7 @@ def newton_system_solver(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W:
     Gi_c = linalg.inverse3(G_c)
 
     def g_inv(M):  # G^-1 M for M (n, ...)
-        top = jnp.einsum("cij,cj...->ci...", Gi_c, M[:k3].reshape((ncone, 3) + M.shape[1:]))
+        top = linalg.block_apply(Gi_c, M[:k3].reshape((ncone, 3) + M.shape[1:]))
         rest = M[k3:] / G_r.reshape((-1,) + (1,) * (M.ndim - 1))
         return jnp.concatenate([top.reshape((k3,) + M.shape[1:]), rest])
 
@@ -121,7 +121,7 @@ def newton_system_solver(Vc: Array, d: Array, eta: Array, c: Array, U: Array, W:
         p1 = rotate_t(Vc, p)
         y_off = jnp.where(on, 0.0, p1 / jnp.maximum(1.0 - d, eps))
         # the on rows' right-hand side, with the fixed directions' coupling moved over
-        coupled = jnp.concatenate([jnp.einsum("cij,cj->ci", C1, y_off[:k3].reshape(ncone, 3)).reshape(-1),
+        coupled = jnp.concatenate([linalg.block_apply(C1, y_off[:k3].reshape(ncone, 3)).reshape(-1),
                                    c[k3:] * y_off[k3:]]) + U1 @ (W1.T @ y_off)
         rhs = jnp.where(on, p1 / step - coupled, 0.0)
         Gi_rhs = g_inv(rhs)

@@ -108,7 +108,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import linalg
+from jaxsim import linalg, math
 from jaxsim.precision import full_precision
 from jaxsim.solver import compaction, lowrank
 
@@ -157,7 +157,7 @@ class _Carry(NamedTuple):
 def project_cone(x: Array, mu: Array) -> Array:
     """Euclidean projection of (..., 3) blocks onto ``||x[1:]|| <= mu x[0]``."""
     n, t = x[..., 0], x[..., 1:]
-    tn = jnp.sqrt(jnp.sum(t * t, -1) + jnp.finfo(x.dtype).tiny)
+    tn = jnp.sqrt(math.small_dot(t, t) + jnp.finfo(x.dtype).tiny)
     inside = tn <= mu * n
     polar = mu * tn <= -n  # in the polar cone: projects to the apex
     # onto the cone's surface: scale along the ray (1, mu t/|t|)
