@@ -201,7 +201,7 @@ def block_apply(a: Array, m: Array) -> Array:
     under ``vmap`` the einsum is a batched matrix product of tiny matrices, one
     library call per env on the CPU)."""
     s = a.shape[-1]
-    if s > SHORT_AXIS:
+    if not 0 < s <= SHORT_AXIS:
         return jnp.einsum("crs,cs...->cr...", a, m)
     col = lambda j: a[:, :, j].reshape(a.shape[:2] + (1,) * (m.ndim - 2))  # noqa: E731
     out = col(0) * m[:, None, 0]

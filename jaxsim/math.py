@@ -41,7 +41,7 @@ def small_dot(x: Array, y: Array) -> Array:
     the few multiplications, while term by term it stays an element-wise loop that
     fuses with its neighbours."""
     k = max(x.shape[-1], y.shape[-1])
-    if k > SHORT_AXIS:
+    if not 0 < k <= SHORT_AXIS:
         return jnp.sum(x * y, -1)
     out = x[..., 0] * y[..., 0]
     for i in range(1, k):

@@ -79,7 +79,7 @@ def test_row_products_match_numpy(shape):
     np.testing.assert_allclose(linalg.row_products(jnp.asarray(a), jnp.asarray(b)), a @ b.T, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("k", [3, math.SHORT_AXIS + 4])  # written out term by term, and a sum
+@pytest.mark.parametrize("k", [0, 3, math.SHORT_AXIS + 4])  # empty, written out term by term, and a sum
 def test_small_dot_and_block_apply_match_numpy(k):
     rng = np.random.default_rng(k)
     x, y = rng.normal(size=(5, 4, k)), rng.normal(size=(4, k))
