@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxsim import kinematics as kin_mod
 from jaxsim import linalg, math
-from jaxsim.kinematics import Kinematics, plan
+from jaxsim.kinematics import Kinematics, dof_blocks, plan
 from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.precision import full_precision
 from jaxsim.types import DynType, JointType, Model
@@ -230,7 +230,7 @@ def forward_dynamics_crba(model: Model, kin: Kinematics, tau: Array, bias: Array
                           extra_diag: Array | float = 0.0) -> Array:
     """(nv,) ``qacc = (M + diag(extra))^-1 (tau - bias)`` by Cholesky."""
     m = mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(tau.dtype))
-    return linalg.cho_solve(linalg.cho_factor(m), tau - bias)
+    return linalg.block_cho_factor(m, dof_blocks(model.topo)).solve(tau - bias)
 
 
 @accepts_explicit_axes

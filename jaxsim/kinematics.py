@@ -149,6 +149,22 @@ def plan(topo: Topology) -> Plan:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def dof_blocks(topo: Topology) -> tuple[tuple[int, int], ...]:
+    """Static ``(first dof, dof count)`` of every kinematic tree, in dof order: the
+    diagonal blocks that hold all of the mass matrix (trees do not share inertia).
+    One block of all dofs when some tree's dofs are not contiguous."""
+    p = plan(topo)
+    tree = p.body_root[p.dof_body]
+    if tree.size == 0:
+        return ((0, 0),)
+    starts = np.flatnonzero(np.r_[True, tree[1:] != tree[:-1]])
+    if len(starts) != len(np.unique(tree)):  # a tree in pieces
+        return ((0, int(tree.size)),)
+    sizes = np.diff(np.r_[starts, tree.size])
+    return tuple((int(a), int(n)) for a, n in zip(starts, sizes))
+
+
 @pytree_dataclass
 class Kinematics:
     """Poses and motion subspaces at one configuration (world frame ``_w``).

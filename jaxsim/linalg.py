@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 from jaxsim.math import SHORT_AXIS, small_dot
 from jaxsim.precision import full_precision
+from jaxsim.types import pytree_dataclass, static
 
 Array = jax.Array
 UNROLL = 8  # largest n whose loops are unrolled (more: compile time grows, run time does not drop)
@@ -126,6 +127,87 @@ def _cho_solve_jvp(primals, tangents):
 
 def _cho_solve(L: Array, b: Array) -> Array:
     return _backward(L.T, _forward(L, b))
+
+
+def _lower_of_upper(L: Array, y: Array) -> Array:
+    """x with L^T x = y (L lower triangular), as the lower-triangular solve of the
+    factor with both orders reversed, so that ``solve_lower``'s rule differentiates it."""
+    return solve_lower(L.T[::-1, ::-1], y[::-1])[::-1]
+
+
+def _groups(blocks: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """Static ``(start, size)`` diagonal blocks grouped by size: (sizes, starts per size)."""
+    sizes = tuple(sorted({n for _, n in blocks}))
+    return sizes, tuple(tuple(i for i, n in blocks if n == size) for size in sizes)
+
+
+def _diagonal_blocks(a: Array, size: int, starts: tuple[int, ...]) -> Array:
+    """(g, size, size) the diagonal blocks of ``a`` that start at ``starts``."""
+    return jnp.stack([a[i:i + size, i:i + size] for i in starts])
+
+
+def _split(b: Array, sizes: tuple[int, ...], starts: tuple) -> list[Array]:
+    """Per group of blocks, b's rows of its blocks: (g, size) + b.shape[1:]."""
+    return [jnp.stack([b[i:i + size] for i in st]) for size, st in zip(sizes, starts)]
+
+
+def _join(parts: list[Array], starts: tuple) -> Array:
+    """The inverse of ``_split``: the blocks' rows back in the matrix's order."""
+    pieces = sorted(((i, p[k]) for p, st in zip(parts, starts) for k, i in enumerate(st)), key=lambda e: e[0])
+    return pieces[0][1] if len(pieces) == 1 else jnp.concatenate([p for _, p in pieces])
+
+
+@pytree_dataclass
+class BlockCholesky:
+    """The lower Cholesky factor of a block-diagonal symmetric positive-definite
+    matrix, kept as its diagonal blocks: a mass matrix, whose blocks are the
+    kinematic trees (``kinematics.dof_blocks``).
+
+    Blocks of one size are factored and solved together under ``vmap``. Eight free
+    bodies are then eight 6 x 6 factors whose loops unroll, where one 48 x 48 factor
+    is a loop of 48 dependent steps (its forward solve another 48, each step a
+    kernel launch on a GPU); a single tree is the plain dense factor. The blocks go
+    through ``cho_factor``, ``solve_lower`` and ``cho_solve``, whose rules give the
+    derivatives.
+    """
+
+    factors: tuple  # per group of equal blocks: (g, s, s) lower factors
+    starts: tuple = static()  # per group: the first row of each of its g blocks
+
+    def _each(self, fn, b: Array) -> Array:
+        sizes = tuple(f.shape[-1] for f in self.factors)
+        return _join([jax.vmap(fn)(f, x) for f, x in zip(self.factors, _split(b, sizes, self.starts))],
+                     self.starts)
+
+    def solve_lower(self, b: Array) -> Array:
+        """y with L y = b; b (n,) or (n, k)."""
+        return self._each(solve_lower, b)
+
+    def solve_lower_t(self, y: Array) -> Array:
+        """x with L^T x = y; y (n,) or (n, k)."""
+        return self._each(_lower_of_upper, y)
+
+    def solve(self, b: Array) -> Array:
+        """x with (L L^T) x = b; b (n,) or (n, k)."""
+        return self._each(cho_solve, b)
+
+
+def block_cho_factor(a: Array, blocks: tuple) -> BlockCholesky:
+    """``BlockCholesky`` of the (n, n) ``a``, whose diagonal blocks ``blocks`` (static
+    ``(start, size)`` pairs covering 0..n) hold all of it; the rest of ``a`` is not read."""
+    sizes, starts = _groups(blocks)
+    return BlockCholesky(tuple(jax.vmap(cho_factor)(_diagonal_blocks(a, size, st)) for size, st in zip(sizes, starts)),
+                         starts)
+
+
+def block_solve(a: Array, b: Array, blocks: tuple) -> Array:
+    """x with a x = b for a nonsingular (n, n) ``a`` whose diagonal blocks ``blocks``
+    (as ``block_cho_factor``'s) hold all of it: ``solve`` on each block, the blocks of
+    one size together under ``vmap``; b (n,) or (n, k)."""
+    sizes, starts = _groups(blocks)
+    parts = [jax.vmap(solve)(_diagonal_blocks(a, size, st), x)
+             for size, st, x in zip(sizes, starts, _split(b, sizes, starts))]
+    return _join(parts, starts)
 
 
 @jax.custom_jvp

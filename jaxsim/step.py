@@ -25,7 +25,7 @@ from jaxsim.parallel import accepts_explicit_axes
 from jaxsim.precision import full_precision
 from jaxsim import math
 from jaxsim.contact.stage import constraint_stage, has_constraints, initial_contact
-from jaxsim.kinematics import Kinematics, body_velocities, forward_kinematics
+from jaxsim.kinematics import Kinematics, body_velocities, dof_blocks, forward_kinematics
 from jaxsim.types import JointType, Model, SolverStats, State
 
 Array = jax.Array
@@ -103,11 +103,11 @@ def _smooth(model: Model, kin: Kinematics, state: State, ctrl: Array, qfrc_appli
     if not need_mass:
         return Smooth(dynamics.forward_dynamics_crba(model, kin, tau, bias, extra_diag), act_dot, None, None)
     m = dynamics.mass_matrix(model, kin) + jnp.diag(jnp.broadcast_to(extra_diag, (model.nv,)).astype(v.dtype))
-    factor = linalg.cho_factor(m)
+    factor = linalg.block_cho_factor(m, dof_blocks(model.topo))
     if model.opt.forward_dynamics == "aba":
         qacc = dynamics.forward_dynamics_aba(model, kin, v, tau, extra_diag, body_vel, cdot)
     else:
-        qacc = linalg.cho_solve(factor, tau - bias)
+        qacc = factor.solve(tau - bias)
     return Smooth(qacc, act_dot, m, factor)
 
 
@@ -144,7 +144,8 @@ def implicit_gyroscopic(model: Model, m: Array, v: Array, dv: Array) -> Array:
     block = (rot[:, :, None], rot[:, None, :])
     inertia = m[block]  # (k, 3, 3)
     d = math.skew(w) @ inertia - math.skew(jnp.einsum("kij,kj->ki", inertia, w))
-    return linalg.solve(m.at[block].add(model.opt.timestep * d), m @ dv)
+    # the trees do not share inertia, so neither do they share the system's blocks
+    return linalg.block_solve(m.at[block].add(model.opt.timestep * d), m @ dv, dof_blocks(model.topo))
 
 
 @jax.jit

@@ -129,7 +129,7 @@ def eliminate(model: Model, kin: Kinematics, q: Array, v_free: Array, factor) ->
     """The equalities at configuration ``q`` solved against the contact-free next
     velocity ``v_free`` (nv,), ``factor`` the mass matrix's Cholesky factor."""
     J, err, timeconst = equality_rows(model, kin, q)
-    Minv_JT = linalg.cho_solve(factor, J.T)
+    Minv_JT = factor.solve(J.T)
     S = J @ Minv_JT
     S = 0.5 * (S + S.T) + jnp.diag(SOFT_REGULARIZATION * jnp.diag(S))
     S_factor = linalg.cho_factor(S)

@@ -197,6 +197,25 @@ def row_trees(model: Model, geom1: Array, geom2: Array) -> tuple[Array, np.ndarr
             len(trees) + 1)
 
 
+def tree_shares(J: Array, Minv_JT: Array, dof_tree: np.ndarray, ntree: int) -> Array:
+    """(n, ntree) each tree's part of ``diag(A) = diag(J M^-1 J^T)``: the dot products
+    of ``J``'s rows (n, nv) with ``M^-1 J^T``'s columns (nv, n) over each tree's dofs
+    (``dof_tree`` (nv,) static). A tree's dofs are one slice where contiguous, and a
+    short slice is summed term by term (``math.small_dot``): as a product with a
+    one-hot (nv, ntree) matrix, under ``vmap`` on the CPU, it went to a library
+    kernel that cost 4 % of a step of 8 boxes."""
+    cols = []
+    for t in range(ntree):
+        dofs = np.flatnonzero(dof_tree == t)
+        if dofs.size == 0:  # the world
+            cols.append(jnp.zeros(J.shape[:1], J.dtype))
+            continue
+        contiguous = dofs[-1] - dofs[0] + 1 == dofs.size
+        sel = slice(int(dofs[0]), int(dofs[-1]) + 1) if contiguous else dofs
+        cols.append(math.small_dot(J[:, sel], Minv_JT[sel].T))
+    return jnp.stack(cols, -1)
+
+
 def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, dof_tree: np.ndarray,
                      ntree: int, row_normal) -> Array:
     """(n,) relaxation weight per unit lambda of every row (1/kg).
@@ -229,8 +248,7 @@ def relaxation_scale(space: ContactSpace, row_active: Array, row_tree: Array, do
       row_normal: (n,) bool (static), the rows that enter the mean.
     """
     dtype = space.A.dtype
-    onehot = jnp.asarray(dof_tree[:, None] == np.arange(ntree)[None, :], dtype)  # (nv, ntree)
-    share = (space.J * space.Minv_JT.T) @ onehot  # (n, ntree): each tree's part of diag(A)
+    share = tree_shares(space.J, space.Minv_JT, dof_tree, ntree)
     w = (row_active & jnp.asarray(row_normal)).astype(dtype)
     touches = (row_tree[:, :1] == jnp.arange(ntree)) | (row_tree[:, 1:] == jnp.arange(ntree))  # (n, ntree)
     weight = w[:, None] * touches

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import linalg, math
+from jaxsim import math
 from jaxsim.dynamics import actuator_drive
 from jaxsim.kinematics import scalar_joint_positions
 from jaxsim.types import JointType, Model, Topology
@@ -158,7 +158,7 @@ def _hard_soft_rows(J: Array, target: Array, lower: Array, upper: Array, factor)
     """Soft rows meant to hold exactly (friction loss): their compliance is only
     ``SOFT_REGULARIZATION`` times their inverse mass ``J M^-1 J^T``, which keeps the
     solve and its adjoint regular when rows are redundant."""
-    inv_mass = jnp.sum(jnp.square(linalg.solve_lower(factor, J.T)), 0)
+    inv_mass = jnp.sum(jnp.square(factor.solve_lower(J.T)), 0)
     on = jnp.ones(target.shape, bool)
     return Rows(J, jnp.zeros_like(target), on, lower, upper, soft=on,
                 compliance=SOFT_REGULARIZATION * inv_mass, target=target)

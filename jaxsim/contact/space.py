@@ -99,14 +99,13 @@ class ContactSpace(NamedTuple):
 
 def contact_space(jac: Array, mass_factor, v_free: Array, equalities=None) -> ContactSpace:
     """The contact-space operators (``v+ = A df + b``) from the Jacobian ((ncon, 3, nv)
-    or rows (k, nv)), the lower Cholesky factor of M (``jaxsim.linalg.cho_factor``) and
+    or rows (k, nv)), the Cholesky factor of M (``jaxsim.linalg.BlockCholesky``) and
     the contact-free next velocity; with ``equalities`` (``equality.Elimination``)
     ``M^-1`` is the constrained inverse inertia ``W`` (``v_free`` then already holds
     them)."""
     J = jac.reshape(-1, jac.shape[-1])
-    half = linalg.solve_lower(mass_factor, J.T)  # L^-1 J^T
-    # L^-T half as a lower-triangular solve with both orders reversed
-    minv_jt = linalg.solve_lower(mass_factor.T[::-1, ::-1], half[::-1])[::-1]
+    half = mass_factor.solve_lower(J.T)  # L^-1 J^T
+    minv_jt = mass_factor.solve_lower_t(half)
     J_Lt = half.T
     if equalities is not None:
         minv_jt, J_Lt = equalities.response(J.T, minv_jt), None

@@ -183,7 +183,7 @@ def constraint_stage(model: Model, kin: Kinematics, state, factor, v_free: Array
 
     Args:
       state: the State at the step's start (``q``, ``v``, ``contact``, ``contact_carry``).
-      factor: the Cholesky factor of the mass matrix (``jaxsim.linalg.cho_factor``).
+      factor: the Cholesky factor of the mass matrix (``jaxsim.linalg.BlockCholesky``).
       v_free: (nv,) the velocity after the step without contact or constraint impulses.
       ctrl: (nu,) the step's controls (default the state's), for implicit-PD rows.
 
