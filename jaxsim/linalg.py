@@ -157,6 +157,15 @@ def _join(parts: list[Array], starts: tuple) -> Array:
     return pieces[0][1] if len(pieces) == 1 else jnp.concatenate([p for _, p in pieces])
 
 
+def _per_block(fn, *blocks: Array) -> Array:
+    """``fn`` on each of a group's blocks (leading axis g): under ``vmap``, or called
+    on the block itself when the group holds one (a single tree keeps the plain dense
+    program: a one-element ``vmap`` only adds batch dimensions to its gathers)."""
+    if blocks[0].shape[0] == 1:
+        return fn(*(x[0] for x in blocks))[None]
+    return jax.vmap(fn)(*blocks)
+
+
 @pytree_dataclass
 class BlockCholesky:
     """The lower Cholesky factor of a block-diagonal symmetric positive-definite
@@ -176,7 +185,7 @@ class BlockCholesky:
 
     def _each(self, fn, b: Array) -> Array:
         sizes = tuple(f.shape[-1] for f in self.factors)
-        return _join([jax.vmap(fn)(f, x) for f, x in zip(self.factors, _split(b, sizes, self.starts))],
+        return _join([_per_block(fn, f, x) for f, x in zip(self.factors, _split(b, sizes, self.starts))],
                      self.starts)
 
     def solve_lower(self, b: Array) -> Array:
@@ -196,7 +205,7 @@ def block_cho_factor(a: Array, blocks: tuple) -> BlockCholesky:
     """``BlockCholesky`` of the (n, n) ``a``, whose diagonal blocks ``blocks`` (static
     ``(start, size)`` pairs covering 0..n) hold all of it; the rest of ``a`` is not read."""
     sizes, starts = _groups(blocks)
-    return BlockCholesky(tuple(jax.vmap(cho_factor)(_diagonal_blocks(a, size, st)) for size, st in zip(sizes, starts)),
+    return BlockCholesky(tuple(_per_block(cho_factor, _diagonal_blocks(a, size, st)) for size, st in zip(sizes, starts)),
                          starts)
 
 
@@ -205,7 +214,7 @@ def block_solve(a: Array, b: Array, blocks: tuple) -> Array:
     (as ``block_cho_factor``'s) hold all of it: ``solve`` on each block, the blocks of
     one size together under ``vmap``; b (n,) or (n, k)."""
     sizes, starts = _groups(blocks)
-    parts = [jax.vmap(solve)(_diagonal_blocks(a, size, st), x)
+    parts = [_per_block(solve, _diagonal_blocks(a, size, st), x)
              for size, st, x in zip(sizes, starts, _split(b, sizes, starts))]
     return _join(parts, starts)
 
