@@ -28,7 +28,8 @@ import numpy as np
 Array = jnp.ndarray
 
 
-# longest axis that ``small_dot`` (and ``linalg.block_apply``) write out term by term
+# longest axis written out term by term instead of reduced over: ``small_dot``'s,
+# ``linalg.block_apply``'s shared axis, the face planes of ``convex._within_front_planes``
 SHORT_AXIS = 8
 
 

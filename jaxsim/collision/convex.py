@@ -230,9 +230,6 @@ def _touching_contacts(a: Polytope, b: Polytope, nslot: int, normal: Array, sat_
             idx.astype(jnp.int32), found[idx], jnp.sum(found).astype(jnp.int32))
 
 
-UNROLL_FACES = 8  # up to this many faces, a test over a shape's faces is unrolled
-
-
 def _within_front_planes(front: Array, slack: Array, tol: Array) -> Array:
     """(...) whether ``slack`` (F, ...) against F face planes is within ``tol`` on every
     plane marked ``front`` (F,).
@@ -240,7 +237,7 @@ def _within_front_planes(front: Array, slack: Array, tol: Array) -> Array:
     A shape with few faces (a box) is tested plane by plane: XLA then fuses the test
     into one element-wise loop that computes what the slack is made of once per point,
     where a reduction over the face axis recomputes all of it once per face."""
-    if slack.shape[0] > UNROLL_FACES:
+    if slack.shape[0] > math.SHORT_AXIS:
         return jnp.all((slack <= tol) | ~front.reshape((-1,) + (1,) * (slack.ndim - 1)), 0)
     ok = (slack[0] <= tol) | ~front[0]
     for f in range(1, slack.shape[0]):
