@@ -4,9 +4,10 @@
 
 ``kinematics.dof_blocks`` gives the step its per-tree blocks; the dense variant traces
 the same step with one block over all dofs (one n x n Cholesky, as a single tree
-gets). Both are compiled in the same process and timed from the same settled states in
-alternating rounds (``bench_step``'s eight boxes, max_contacts 48, 10 steps a call), so
-the machine's drift between processes does not enter the ratio. Also checks that the
+gets). Both are compiled in the same process and timed from the same settled states
+(``bench_step``'s eight boxes, max_contacts 48, 10 steps a call) in alternating rounds
+(``benchutil.alternating_rates``), so the machine's drift between processes does not
+enter the ratio. Also checks that the
 two give the same final states. JSON in ``experiments/results/block_factor_ab.json``.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 import jaxsim
 from bench_step import jaxsim_steps, scene_xml
-from benchutil import machine_info
+from benchutil import alternating_rates, machine_info
 from jaxsim import dynamics
 from jaxsim.io import load_mjcf
 
@@ -50,15 +51,6 @@ def compiled(model, steps: int, states, dense: bool):
     return lowered, compile_s
 
 
-def time_call(fn, states, min_time: float) -> float:
-    jax.block_until_ready(fn(states))
-    calls, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < min_time:
-        jax.block_until_ready(fn(states))
-        calls += 1
-    return (time.perf_counter() - t0) / calls
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=64)
@@ -78,12 +70,12 @@ def main() -> None:
     q_tree, q_dense = per_tree(states).q, dense(states).q
     gap = float(jnp.max(jnp.abs(q_tree - q_dense)))
 
+    rates = alternating_rates({"dense": (dense, (states,)), "per_tree": (per_tree, (states,))},
+                              a.steps, a.rounds, a.min_time)
     rows = []
-    for r in range(a.rounds):
-        t_dense = time_call(dense, states, a.min_time)
-        t_tree = time_call(per_tree, states, a.min_time)
-        rows.append({"dense_ms_per_step": 1e3 * t_dense / a.steps, "per_tree_ms_per_step": 1e3 * t_tree / a.steps,
-                     "ratio": t_tree / t_dense})
+    for r, (dense_rate, tree_rate) in enumerate(zip(rates["dense"], rates["per_tree"])):
+        rows.append({"dense_ms_per_step": 1e3 / dense_rate, "per_tree_ms_per_step": 1e3 / tree_rate,
+                     "ratio": dense_rate / tree_rate})
         print(f"round {r}: dense {rows[-1]['dense_ms_per_step']:.2f} ms/step, per tree "
               f"{rows[-1]['per_tree_ms_per_step']:.2f} ms/step, per tree / dense {rows[-1]['ratio']:.3f}", flush=True)
     ratios = [row["ratio"] for row in rows]
